@@ -1,0 +1,36 @@
+# The two commands a newcomer needs are `make demo` and `make test`; both set up what they use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint format dev openapi schema clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m connector.demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+dev: $(STAMP)
+	$(BIN)/dagster dev -w workspace.yaml
+
+openapi: $(STAMP)
+	$(BIN)/python -m connector.contract.openapi docs/openapi.json
+
+clean:
+	rm -rf $(VENV) .pms-sync .pytest_cache .ruff_cache

@@ -1,0 +1,85 @@
+"""One small hierarchy of errors: every failure pms-sync raises derives from PmsSyncError.
+
+Messages say what was expected, what was found and where (file, row, field), and never carry a
+secret value: callers pass values through :func:`connector.secrets.mask_value` first.
+"""
+
+from __future__ import annotations
+
+
+class PmsSyncError(Exception):
+    """Base of every error raised by pms-sync."""
+
+
+class ConfigError(PmsSyncError):
+    """A setting, environment variable or tokens file is missing or malformed."""
+
+
+class MappingError(PmsSyncError):
+    """A mapping file is invalid. Carries the file, the line and the member when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        member: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.member = member
+        where = ":".join(str(part) for part in (file, line) if part is not None)
+        prefix = f"{where}: " if where else ""
+        suffix = f" (at {member})" if member else ""
+        super().__init__(f"{prefix}{message}{suffix}")
+
+
+class SourceError(PmsSyncError):
+    """An input could not be read: missing file, bad encoding, unreachable database, missing column."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        row: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.source = source
+        self.row = row
+        self.field = field
+        where = ", ".join(
+            f"{label} {value}"
+            for label, value in (("input", source), ("row", row), ("field", field))
+            if value is not None
+        )
+        super().__init__(f"{message} ({where})" if where else message)
+
+
+class SnapshotError(PmsSyncError):
+    """The snapshot store cannot be opened, migrated or written."""
+
+
+class SnapshotLockedError(SnapshotError):
+    """Another process holds the snapshot file's write lock."""
+
+
+class ServiceError(PmsSyncError):
+    """The service answered in a way the connector cannot act on, or could not be reached."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, request_id: str | None = None
+    ) -> None:
+        self.status = status
+        self.request_id = request_id
+        details = ", ".join(
+            f"{label} {value}"
+            for label, value in (("HTTP", status), ("x-request-id", request_id))
+            if value is not None
+        )
+        super().__init__(f"{message} ({details})" if details else message)
+
+
+class AuthenticationError(ServiceError):
+    """The service rejected the credentials (401): the account's push stops."""
