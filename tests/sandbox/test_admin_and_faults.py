@@ -58,7 +58,7 @@ REQUESTS_OF_EVERY_KIND: list[tuple[str, str, dict[str, Any], dict[str, Any], int
         "oauth 401",
         "POST",
         "/openapi/v1/oauth2/token",
-        {"data": {"client_id": "x", "client_secret": "y"}},
+        {"data": {"grant_type": "client_credentials", "client_id": "x", "client_secret": "y"}},
         401,
     ),
     ("accounts 401", "GET", ACCOUNTS, {}, 401),
