@@ -76,6 +76,18 @@ class SandboxHandle:
         return self._call("GET", "/_sandbox/health")
 
 
+class SandboxProcessHandle(SandboxHandle):
+    """A sandbox running as a child process: the process can be signalled, its log read."""
+
+    def __init__(self, base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        super().__init__(base_url)
+        self.process = process
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
 def multi_account_config() -> SandboxConfig:
     """The demo account plus two hotels under one multi-account Open API client.
 
@@ -139,7 +151,7 @@ def sandbox_process(
     port: int = 0,
     extra_args: tuple[str, ...] = (),
     start_timeout_s: float = 20.0,
-) -> Iterator[SandboxHandle]:
+) -> Iterator[SandboxProcessHandle]:
     """Run ``python -m connector.sandbox`` as a child process for the duration of the block.
 
     Its output goes to ``<data_path>/sandbox.log`` (a pipe left unread could block the server).
@@ -162,11 +174,11 @@ def sandbox_process(
         )
     try:
         base_url = _wait_until_listening(process, log_path, start_timeout_s)
-        handle = SandboxHandle(base_url)
+        process_handle = SandboxProcessHandle(base_url, process, log_path)
         try:
-            yield handle
+            yield process_handle
         finally:
-            handle.close()
+            process_handle.close()
     finally:
         if process.poll() is None:
             process.terminate()
