@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,9 +18,8 @@ DEMO_TOKEN = {"X-Wishbox-Auth-Token": "demo-token"}
 
 
 @pytest.fixture
-def http(clean_sandbox: SandboxHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=clean_sandbox.base_url, timeout=5.0) as client:
-        yield client
+def http(clean_sandbox: SandboxHandle) -> httpx.Client:
+    return clean_sandbox.http
 
 
 def _reservation(reservation_id: str = "res-1") -> dict[str, Any]:

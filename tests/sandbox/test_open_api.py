@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,9 +21,8 @@ DEMO = ("demo-client", "demo-secret")
 
 
 @pytest.fixture
-def http(clean_sandbox: SandboxHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=clean_sandbox.base_url) as client:
-        yield client
+def http(clean_sandbox: SandboxHandle) -> httpx.Client:
+    return clean_sandbox.http
 
 
 def _access_token(http: httpx.Client, credentials: tuple[str, str] = MULTI) -> str:
@@ -276,8 +274,8 @@ def _store_reservation(
     sandbox: SandboxHandle, account_id: str = "demo", token: str = "demo-token"
 ) -> None:
     body = payloads.envelope("reservation", payloads.reservation("res-1"), account_id=account_id)
-    response = httpx.post(
-        sandbox.base_url + "/api/v1/hooks/reservation/connect",
+    response = sandbox.http.post(
+        "/api/v1/hooks/reservation/connect",
         json=body,
         headers={"X-Wishbox-Auth-Token": token},
     )
@@ -351,8 +349,8 @@ def test_links_need_the_external_id(http: httpx.Client, multi: dict[str, str]) -
 
 def _store_units(sandbox: SandboxHandle, *units: dict[str, Any]) -> None:
     for unit in units:
-        response = httpx.post(
-            sandbox.base_url + "/api/v1/hooks/accommodation/connect",
+        response = sandbox.http.post(
+            "/api/v1/hooks/accommodation/connect",
             json=payloads.envelope("accommodation", unit),
             headers={"X-Wishbox-Auth-Token": "demo-token"},
         )
@@ -467,8 +465,8 @@ def test_a_property_outside_the_token_scope_is_404(
     body = payloads.envelope(
         "accommodation", payloads.accommodation("unit-9"), account_id="hotel-a"
     )
-    httpx.post(
-        clean_sandbox.base_url + "/api/v1/hooks/accommodation/connect",
+    clean_sandbox.http.post(
+        "/api/v1/hooks/accommodation/connect",
         json=body,
         headers={"X-Wishbox-Auth-Token": "hotel-a-token"},
     )

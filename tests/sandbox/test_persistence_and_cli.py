@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import httpx
 import pytest
 
 from connector.errors import ConfigError
 from connector.sandbox import SandboxConfig, load_config
 from connector.sandbox.testing import (
+    SandboxHandle,
     multi_account_config,
     running_sandbox,
     sandbox_process,
@@ -22,19 +22,19 @@ SYNC = "/api/v1/hooks/reservation/connect"
 DEMO_TOKEN = {"X-Wishbox-Auth-Token": "demo-token"}
 
 
-def _send(base_url: str, reservation_id: str, status: str = "CONFIRMED") -> dict:
+def _send(sandbox: SandboxHandle, reservation_id: str, status: str = "CONFIRMED") -> dict:
     body = payloads.envelope("reservation", payloads.reservation(reservation_id, status=status))
-    response = httpx.post(base_url + SYNC, json=body, headers=DEMO_TOKEN)
+    response = sandbox.http.post(SYNC, json=body, headers=DEMO_TOKEN)
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def test_a_restart_keeps_records_tokens_and_webhook_configurations(tmp_path: Path) -> None:
     with running_sandbox(tmp_path, multi_account_config()) as first:
-        _send(first.base_url, "res-1")
-        _send(first.base_url, "res-2")
-        token = httpx.post(
-            first.base_url + "/openapi/v1/oauth2/token",
+        _send(first, "res-1")
+        _send(first, "res-2")
+        token = first.http.post(
+            "/openapi/v1/oauth2/token",
             data={
                 "grant_type": "client_credentials",
                 "client_id": "multi-client",
@@ -42,8 +42,8 @@ def test_a_restart_keeps_records_tokens_and_webhook_configurations(tmp_path: Pat
             },
         ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        webhook = httpx.post(
-            first.base_url + "/api/openapi/v1/webhooks",
+        webhook = first.http.post(
+            "/api/openapi/v1/webhooks",
             json={"name": "n", "event": "reservationCreated", "url": "https://example.com"},
             headers=headers,
         ).json()
@@ -51,9 +51,9 @@ def test_a_restart_keeps_records_tokens_and_webhook_configurations(tmp_path: Pat
 
     with running_sandbox(tmp_path, multi_account_config()) as second:
         assert second.records() == before
-        assert _send(second.base_url, "res-1")["skippedReservations"] == 1
-        assert _send(second.base_url, "res-2", status="CANCELLED")["updatedReservations"] == 1
-        listed = httpx.get(second.base_url + "/api/openapi/v1/webhooks", headers=headers)
+        assert _send(second, "res-1")["skippedReservations"] == 1
+        assert _send(second, "res-2", status="CANCELLED")["updatedReservations"] == 1
+        listed = second.http.get("/api/openapi/v1/webhooks", headers=headers)
         assert listed.json() == {"data": [webhook]}
         after = {record["id"]: record for record in second.records()}
         assert after["res-2"]["lastSeq"] > max(record["lastSeq"] for record in before)
@@ -62,7 +62,7 @@ def test_a_restart_keeps_records_tokens_and_webhook_configurations(tmp_path: Pat
 
 def test_records_survive_a_killed_sandbox_process(tmp_path: Path) -> None:
     with sandbox_process(tmp_path) as first:
-        _send(first.base_url, "res-1")
+        _send(first, "res-1")
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(10)
 
@@ -92,8 +92,8 @@ def test_configured_secrets_are_masked_in_the_banner(tmp_path: Path) -> None:
     )
     with sandbox_process(tmp_path, config) as sandbox:
         log = sandbox.log()
-        response = httpx.post(
-            sandbox.base_url + "/api/v1/hooks/accommodation/connect",
+        response = sandbox.http.post(
+            "/api/v1/hooks/accommodation/connect",
             json=payloads.envelope("accommodation", payloads.accommodation(), account_id="h1"),
             headers={"Authorization": "Bearer tok-very-secret"},
         )
@@ -107,8 +107,7 @@ def test_fault_flags_of_the_command_line_apply_from_the_start(tmp_path: Path) ->
     with sandbox_process(tmp_path, extra_args=("--fail-next", "1")) as sandbox:
         body = payloads.envelope("reservation", payloads.reservation())
         statuses = [
-            httpx.post(sandbox.base_url + SYNC, json=body, headers=DEMO_TOKEN).status_code
-            for _ in range(2)
+            sandbox.http.post(SYNC, json=body, headers=DEMO_TOKEN).status_code for _ in range(2)
         ]
 
     assert statuses == [500, 200]

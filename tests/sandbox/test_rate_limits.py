@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-
 from connector.sandbox import RateLimit, SandboxConfig
 from connector.sandbox.rate_limits import RateLimiter
 from connector.sandbox.testing import multi_account_config, running_sandbox
@@ -93,15 +91,15 @@ def test_a_sync_token_over_its_limit_gets_429_with_retry_after(tmp_path: Path) -
     body = payloads.envelope("reservation", payloads.reservation())
     with running_sandbox(tmp_path, _limited_config()) as sandbox:
         responses = [
-            httpx.post(
-                sandbox.base_url + "/api/v1/hooks/reservation/connect",
+            sandbox.http.post(
+                "/api/v1/hooks/reservation/connect",
                 json=body,
                 headers={"X-Wishbox-Auth-Token": "demo-token"},
             )
             for _ in range(3)
         ]
-        other_token = httpx.post(
-            sandbox.base_url + "/api/v1/hooks/reservation/connect",
+        other_token = sandbox.http.post(
+            "/api/v1/hooks/reservation/connect",
             json={**body, "accountId": "hotel-a"},
             headers={"X-Wishbox-Auth-Token": "hotel-a-token"},
         )
@@ -117,8 +115,8 @@ def test_a_sync_token_over_its_limit_gets_429_with_retry_after(tmp_path: Path) -
 
 def test_an_open_api_client_over_its_limit_gets_429(tmp_path: Path) -> None:
     with running_sandbox(tmp_path, _limited_config()) as sandbox:
-        token = httpx.post(
-            sandbox.base_url + "/openapi/v1/oauth2/token",
+        token = sandbox.http.post(
+            "/openapi/v1/oauth2/token",
             data={
                 "grant_type": "client_credentials",
                 "client_id": "multi-client",
@@ -127,8 +125,7 @@ def test_an_open_api_client_over_its_limit_gets_429(tmp_path: Path) -> None:
         )
         headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
         responses = [
-            httpx.get(sandbox.base_url + "/api/openapi/v1/accounts", headers=headers)
-            for _ in range(3)
+            sandbox.http.get("/api/openapi/v1/accounts", headers=headers) for _ in range(3)
         ]
 
     assert token.headers["X-RateLimit-Remaining-Minute"] == "999"

@@ -25,10 +25,16 @@ PATHS = {"accommodation": ACCOMMODATION_PATH, "reservation": RESERVATION_PATH}
 DEMO_TOKEN = {"X-Wishbox-Auth-Token": "demo-token"}
 
 
-@pytest.fixture
-def client(clean_sandbox: SandboxHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=clean_sandbox.base_url, headers=DEMO_TOKEN) as http:
+@pytest.fixture(scope="module")
+def demo_client(sandbox: SandboxHandle) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=sandbox.base_url, headers=DEMO_TOKEN) as http:
         yield http
+
+
+@pytest.fixture
+def client(clean_sandbox: SandboxHandle, demo_client: httpx.Client) -> httpx.Client:
+    """A client sending the demo account's token, against an emptied sandbox."""
+    return demo_client
 
 
 def _valid(entity: str) -> dict[str, Any]:
@@ -425,8 +431,8 @@ def test_the_token_is_accepted_from_header_bearer_or_body(
 ) -> None:
     body = {**_valid("accommodation"), **transport.get("body", {})}
 
-    response = httpx.post(
-        clean_sandbox.base_url + ACCOMMODATION_PATH, json=body, headers=transport.get("headers")
+    response = clean_sandbox.http.post(
+        ACCOMMODATION_PATH, json=body, headers=transport.get("headers")
     )
 
     assert response.status_code == 200
@@ -449,7 +455,7 @@ def test_a_missing_or_unknown_token_is_refused_with_401(
 ) -> None:
     entity = "accommodation" if path == ACCOMMODATION_PATH else "reservation"
 
-    response = httpx.post(clean_sandbox.base_url + path, json=_valid(entity), headers=headers)
+    response = clean_sandbox.http.post(path, json=_valid(entity), headers=headers)
 
     assert response.status_code == 401
     assert response.headers["content-type"].startswith("text/plain")
@@ -459,13 +465,13 @@ def test_a_missing_or_unknown_token_is_refused_with_401(
 def test_an_unknown_api_token_member_is_refused_with_401(clean_sandbox: SandboxHandle) -> None:
     body = {**_valid("reservation"), "apiToken": "wrong"}
 
-    response = httpx.post(clean_sandbox.base_url + RESERVATION_PATH, json=body)
+    response = clean_sandbox.http.post(RESERVATION_PATH, json=body)
 
     assert response.status_code == 401
 
 
 def test_authentication_comes_before_validation(clean_sandbox: SandboxHandle) -> None:
-    response = httpx.post(clean_sandbox.base_url + RESERVATION_PATH, content=b"{broken")
+    response = clean_sandbox.http.post(RESERVATION_PATH, content=b"{broken")
 
     assert response.status_code == 401
 
@@ -489,8 +495,8 @@ def test_a_token_shared_by_two_accounts_writes_to_both(
 ) -> None:
     for account_id in ("hotel-a", "hotel-b"):
         body = {**_valid("accommodation"), "accountId": account_id}
-        response = httpx.post(
-            clean_sandbox.base_url + ACCOMMODATION_PATH,
+        response = clean_sandbox.http.post(
+            ACCOMMODATION_PATH,
             json=body,
             headers={"Authorization": "Bearer group-token"},
         )
