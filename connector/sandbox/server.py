@@ -8,12 +8,14 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
 from connector.errors import PmsSyncError
 from connector.sandbox.app import create_app
 from connector.sandbox.config import SandboxConfig
+from connector.sandbox.state import SandboxState
 from connector.secrets import MASK
 
 GRACEFUL_SHUTDOWN_S = 2
@@ -43,18 +45,31 @@ def base_url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class SandboxServer(uvicorn.Server):
+    """uvicorn's server, telling the sandbox when it stops so hung requests are released."""
+
+    def __init__(self, config: uvicorn.Config, state: SandboxState) -> None:
+        super().__init__(config)
+        self.sandbox_state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.sandbox_state.shutting_down = True
+        super().handle_exit(sig, frame)
+
+
 def build_server(
     config: SandboxConfig, data_path: Path, *, access_log: bool, log_level: str = "warning"
-) -> uvicorn.Server:
+) -> SandboxServer:
     app = create_app(config, data_path)
-    return uvicorn.Server(
+    return SandboxServer(
         uvicorn.Config(
             app,
             access_log=access_log,
             log_level=log_level,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             lifespan="on",
-        )
+        ),
+        app.state,
     )
 
 
@@ -90,7 +105,7 @@ def serve_forever(
     host: str,
     port: int,
     access_log: bool,
-    announce: Callable[[str], None] = print,
+    announce: Callable[[str], None] = lambda text: print(text, flush=True),
 ) -> None:
     """Run the sandbox in the foreground until interrupted (Ctrl-C or SIGTERM)."""
     sock = bind_socket(host, port)
@@ -103,9 +118,10 @@ class BackgroundServer:
     """A sandbox served by uvicorn in a daemon thread of this process."""
 
     def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
+        # The app (and its data file) first: if it cannot open, no socket is left bound.
+        self._server = build_server(config, data_path, access_log=False)
         self._sock = bind_socket(host, port)
         self.base_url = base_url_of(self._sock)
-        self._server = build_server(config, data_path, access_log=False)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
@@ -122,6 +138,7 @@ class BackgroundServer:
             raise SandboxStartError(f"the sandbox did not start within {timeout_s} s")
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        self._server.sandbox_state.shutting_down = True
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)

@@ -27,6 +27,7 @@ from connector.sandbox.config import (
     AccountConfig,
     ClientConfig,
     SandboxConfig,
+    load_config,
 )
 from connector.sandbox.server import BackgroundServer, SandboxStartError
 
@@ -127,17 +128,23 @@ def multi_account_config() -> SandboxConfig:
 
 @contextlib.contextmanager
 def running_sandbox(
-    data_path: Path, config: SandboxConfig | None = None, port: int = 0
+    data_path: Path, config: SandboxConfig | Path | None = None, port: int = 0
 ) -> Iterator[SandboxHandle]:
-    """Serve a sandbox on loopback from a background thread for the duration of the block."""
+    """Serve a sandbox on loopback from a background thread for the duration of the block.
+
+    ``config`` is a config object, a YAML config file, or None for the demo setup.
+    """
+    if isinstance(config, str | Path):
+        config = load_config(Path(config))
     server = BackgroundServer(config or SandboxConfig.demo(), Path(data_path), LOOPBACK, port)
     server.start()
     handle = SandboxHandle(server.base_url)
     try:
         yield handle
     finally:
-        handle.close()
+        # The server first: a request still in flight on the handle's client gets its answer.
         server.stop()
+        handle.close()
 
 
 def write_config(config: SandboxConfig, path: Path) -> Path:

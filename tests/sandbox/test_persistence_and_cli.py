@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,24 @@ def test_a_bad_config_file_is_reported_with_its_path(
 def test_a_missing_config_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_stopping_the_sandbox_releases_a_request_hung_by_a_timeout_fault(tmp_path: Path) -> None:
+    outcome: dict[str, object] = {}
+
+    def send_and_wait(sandbox: SandboxHandle) -> None:
+        body = payloads.envelope("reservation", payloads.reservation())
+        outcome["status"] = sandbox.http.post(
+            SYNC, json=body, headers=DEMO_TOKEN, timeout=30
+        ).status_code
+
+    with running_sandbox(tmp_path) as sandbox:
+        sandbox.set_faults(timeout_rate=1.0, timeout_s=60)
+        waiting = threading.Thread(target=send_and_wait, args=(sandbox,))
+        waiting.start()
+        time.sleep(0.2)
+        stopping_started = time.monotonic()
+
+    assert time.monotonic() - stopping_started < 1.5
+    waiting.join(5)
+    assert outcome["status"] == 504
