@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -128,11 +129,9 @@ class BackgroundServer:
 
     def start(self, timeout_s: float = 10.0) -> None:
         self._thread.start()
-        stopped = threading.Event()
-        for _ in range(int(timeout_s / 0.01)):
-            if self._server.started or not self._thread.is_alive():
-                break
-            stopped.wait(0.01)
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         if not self._server.started:
             self.stop()
             raise SandboxStartError(f"the sandbox did not start within {timeout_s} s")

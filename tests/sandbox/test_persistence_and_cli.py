@@ -121,6 +121,15 @@ def test_a_config_file_round_trips(tmp_path: Path) -> None:
     assert load_config(path) == multi_account_config()
 
 
+def test_running_sandbox_reads_a_config_file(tmp_path: Path) -> None:
+    path = write_config(multi_account_config(), tmp_path / "sandbox.yaml")
+
+    with running_sandbox(tmp_path / "data", path) as sandbox:
+        accounts = sandbox.health()["accounts"]
+
+    assert accounts == ["demo", "hotel-a", "hotel-b"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
