@@ -55,14 +55,32 @@ class SandboxHandle:
         response.raise_for_status()
         return response.json()
 
-    def records(self, account_id: str | None = None, entity: str | None = None) -> list[dict]:
+    def records(
+        self,
+        account_id: str | None = None,
+        entity: str | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict]:
         """Stored records with their bookkeeping, oldest first (see docs/sandbox.md)."""
-        params = {
+        return self._records_page(account_id, entity, limit, offset)["records"]
+
+    def count(self, account_id: str | None = None, entity: str | None = None) -> int:
+        """How many records are stored, without fetching them."""
+        return self._records_page(account_id, entity, 0, 0)["total"]
+
+    def _records_page(
+        self, account_id: str | None, entity: str | None, limit: int | None, offset: int
+    ) -> dict[str, Any]:
+        params: dict[str, str | int] = {
             key: value
-            for key, value in (("accountId", account_id), ("entity", entity))
+            for key, value in (("accountId", account_id), ("entity", entity), ("limit", limit))
             if value is not None
         }
-        return self._call("GET", "/_sandbox/records", params=params)["records"]
+        if offset:
+            params["offset"] = offset
+        return self._call("GET", "/_sandbox/records", params=params)
 
     def stats(self) -> dict[str, Any]:
         return self._call("GET", "/_sandbox/stats")

@@ -312,6 +312,17 @@ def test_records_filter_by_account_and_entity(
     assert clean_sandbox.records("hotel-a") == []
 
 
+def test_records_can_be_counted_and_paged(clean_sandbox: SandboxHandle, http: httpx.Client) -> None:
+    for reservation_id in ("r1", "r2", "r3"):
+        http.post(SYNC, json=_reservation(reservation_id), headers=DEMO_TOKEN)
+
+    assert clean_sandbox.count("demo", "reservation") == 3
+    assert clean_sandbox.count("hotel-a") == 0
+    assert [r["id"] for r in clean_sandbox.records(limit=2)] == ["r1", "r2"]
+    assert [r["id"] for r in clean_sandbox.records(limit=2, offset=2)] == ["r3"]
+    assert http.get("/_sandbox/records", params={"limit": "-1"}).status_code == 400
+
+
 def test_records_carry_their_bookkeeping(clean_sandbox: SandboxHandle, http: httpx.Client) -> None:
     http.post(SYNC, json=_reservation(), headers=DEMO_TOKEN)
 
