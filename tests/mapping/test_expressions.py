@@ -272,7 +272,7 @@ def test_an_sql_expression_cannot_read_files(tmp_path: Path) -> None:
     secret = tmp_path / "secret.csv"
     secret.write_text("x\nsecret\n")
     spec = {"sql": f"(SELECT max(x) FROM read_csv('{secret}'))"}
-    with pytest.raises(MappingError, match="(?i)disabled|permission"):
+    with pytest.raises(MappingError, match=r"(?i)disabled|permission"):
         map_units(tmp_path, rows(a=["1"]), {"name": spec})
 
 
