@@ -56,5 +56,6 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             params=spec.params,
             cursor=spec.cursor,
             chunk_size=spec.chunk_size,
+            base_dir=base_dir,
         )
     raise TypeError(f"unknown input spec {type(spec).__name__}")

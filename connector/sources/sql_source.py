@@ -8,6 +8,7 @@ value it saw as ``since`` and only newer rows are read.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -39,11 +40,12 @@ class SqlSource(Source):
         params: dict[str, Any] | None = None,
         cursor: str | None = None,
         chunk_size: int = 50_000,
+        base_dir: Path | None = None,
     ) -> None:
         super().__init__(name)
         if (table is None) == (query is None):
             raise SourceError("an sql input needs exactly one of table or query", source=name)
-        self.url = url
+        self.url = _anchor_sqlite_path(url, base_dir) if base_dir else url
         self.table = table
         self.query = query
         self.params = dict(params or {})
@@ -133,6 +135,22 @@ class SqlSource(Source):
             return connection.execute(
                 sa.text(f"SELECT max({column}) FROM ({sql}) AS q"), params
             ).scalar()
+
+
+def _anchor_sqlite_path(url: str, base_dir: Path) -> str:
+    """A relative SQLite file is relative to the mapping file, like every other path."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return url
+    if database.startswith("file:") or Path(database).is_absolute():
+        return url
+    return parsed.set(database=str((base_dir / database).resolve())).render_as_string(
+        hide_password=False
+    )
 
 
 def _first_line(error: SQLAlchemyError) -> str:
