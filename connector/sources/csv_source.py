@@ -84,7 +84,7 @@ class CsvSource(Source):
     def _header(self, path: Path) -> list[str]:
         try:
             frame = pd.read_csv(path, nrows=0, **self._pandas_options())
-        except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        except (UnicodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
             raise SourceError(
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
@@ -120,7 +120,7 @@ class CsvSource(Source):
                 with reader:
                     for chunk in reader:
                         yield path.name, chunk.astype(object).where(chunk.notna(), None)
-            except (UnicodeDecodeError, pd.errors.ParserError) as error:
+            except (UnicodeError, pd.errors.ParserError) as error:
                 raise SourceError(f"cannot read {path.name}: {error}", source=self.name) from None
 
     def _load_with_duckdb(
