@@ -725,7 +725,10 @@ ORDER BY first_row
     Entity.RESERVATION: f"""
 , grouped AS (
   SELECT account_id, record_id, any_value(doc) AS doc, {_COMMON},
+         -- Units in check-in order, then by id: the payload does not change when an
+         -- export (or a database without ORDER BY) lists the same rows in another order.
          list_sort(list(struct_pack(
+             checkin := unit.checkin, id := unit.id,
              position := {SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0'),
              unit := unit))) AS positioned,
          min(TRY_CAST(unit.checkin AS DATE)) AS checkin,

@@ -30,7 +30,8 @@ def test_booking_rows_sharing_a_reservation_id_become_one_reservation(tmp_path: 
     assert list(batch.records.columns) == list(RECORD_COLUMNS)
     assert batch.records["record_id"].tolist() == ["B1", "B2"]
     first = payloads(batch)[0]
-    assert [unit["id"] for unit in first["unitReservations"]] == ["B1-1", "B1-2"]
+    # Units are ordered by check-in, so reordered export rows give the same payload.
+    assert [unit["id"] for unit in first["unitReservations"]] == ["B1-2", "B1-1"]
     assert batch.records["checkin"].iloc[0] == pd_timestamp("2025-07-01")
     assert batch.records["checkout"].iloc[0] == pd_timestamp("2025-07-08")
     assert batch.records["source_rows"].tolist() == ["bookings.csv:1,2", "bookings.csv:3"]
@@ -40,6 +41,23 @@ def pd_timestamp(text: str):
     import pandas as pd
 
     return pd.Timestamp(text)
+
+
+def test_reordered_export_rows_give_the_same_payload(tmp_path: Path) -> None:
+    data = [
+        {"booking": "B1", "line": "1", "arr": "2025-07-01"},
+        {"booking": "B1", "line": "2", "arr": "2025-07-01"},
+        {"booking": "B1", "line": "3", "arr": "2025-06-30"},
+    ]
+    unit = {
+        "id": {"template": "{booking}-{line}"},
+        "checkin": "arr",
+        "checkout": {"column": "arr", "add_days": 2},
+    }
+    forward = map_bookings(tmp_path, data, unit).records
+    backward = map_bookings(tmp_path, data[::-1], unit).records
+    assert forward["payload"].tolist() == backward["payload"].tolist()
+    assert forward["content_hash"].tolist() == backward["content_hash"].tolist()
 
 
 def test_a_line_listed_twice_gives_one_unit_reservation(tmp_path: Path) -> None:

@@ -67,7 +67,9 @@ def test_the_json_schema_describes_entities_and_expressions() -> None:
 
 
 def test_validate_reports_counts_and_exits_zero_on_a_clean_example() -> None:
-    result = CliRunner().invoke(main, ["validate", str(ROOT / "mappings" / "hotel" / "mapping.yaml")])
+    result = CliRunner().invoke(
+        main, ["validate", str(ROOT / "mappings" / "hotel" / "mapping.yaml")]
+    )
     assert result.exit_code == 0, result.output
     assert "reservation: 60 valid, 0 quarantined" in result.output
     assert "accounts: demo, demo-2" in result.output

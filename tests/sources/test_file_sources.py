@@ -131,8 +131,9 @@ def workbook(path: Path) -> Path:
 
 def test_an_xlsx_sheet_is_read_as_text_with_excel_row_numbers(tmp_path: Path) -> None:
     workbook(tmp_path / "units.xlsx")
-    source = XlsxSource("units", "units.xlsx", tmp_path, sheet="Units", header_row=2,
-                        null_values=["n/a"])
+    source = XlsxSource(
+        "units", "units.xlsx", tmp_path, sheet="Units", header_row=2, null_values=["n/a"]
+    )
     assert source.columns() == ["id", "zip", "opened", "active", "size"]
     assert load(source) == [
         ("A1", "397657", "2025-07-01 00:00:00", "true", "42", "units.xlsx", 1),
