@@ -27,6 +27,10 @@ from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier
 
 
+MEMORY_LIMIT = "1500MB"
+"""DuckDB's share of the memory budget of a run (it spills to temporary files beyond it)."""
+
+
 def _lock_down(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("SET enable_external_access = false")
     connection.execute("SET lock_configuration = true")
@@ -160,7 +164,7 @@ def run_prepared(
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
     results: dict[Entity, MappedRecords] = {}
-    with duckdb.connect(":memory:") as connection:
+    with duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT}) as connection:
         sql_functions.install(connection)
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():

@@ -1,8 +1,8 @@
 """The expression vocabulary of a mapping file: how one contract field is computed from a row.
 
 An expression is data, never code: a source (a column, a constant, a template, …) followed by
-transforms applied in a fixed, documented order (trim → regex → case → map/lookup → convert →
-add_days → split → default). :mod:`connector.mapping.compiler` turns it into DuckDB SQL.
+transforms applied in a fixed, documented order (trim → regex → case → map/lookup → default →
+convert (as) → add_days → split). :mod:`connector.mapping.compiler` turns it into DuckDB SQL.
 """
 
 from __future__ import annotations
