@@ -8,27 +8,30 @@ and network access is disabled and whose configuration is locked.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import sql_functions
 from connector.mapping.compiler import Compiler, EntityQuery, table_name
 from connector.mapping.model import Mapping
-from connector.mapping.validation import MappedRows, validate_rows
+from connector.mapping.validation import MappedRows, RecordValidator
 from connector.records import DateWindow, MappedRecords
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier
 
-
-MEMORY_LIMIT = "1500MB"
+MEMORY_LIMIT = "1GB"
 """DuckDB's share of the memory budget of a run (it spills to temporary files beyond it)."""
+
+
+BATCH_ROWS = 100_000
+"""Records validated per batch: bounds the documents held in Python at once."""
 
 
 def _lock_down(connection: duckdb.DuckDBPyConnection) -> None:
@@ -164,7 +167,13 @@ def run_prepared(
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
     results: dict[Entity, MappedRecords] = {}
-    with duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT}) as connection:
+    # Spill files go to a private temporary folder, not into the working directory.
+    with (
+        tempfile.TemporaryDirectory(prefix="pms-sync-duckdb-") as spill,
+        duckdb.connect(
+            ":memory:", config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill}
+        ) as connection,
+    ):
         sql_functions.install(connection)
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():
@@ -179,18 +188,21 @@ def run_prepared(
                     "OR (checkin >= ? AND checkin < ?) ORDER BY first_row"
                 )
                 parameters = [window.start, window.end]
-            table = connection.sql(sql, params=parameters or None).to_arrow_table()
-            rows = MappedRows(
-                account_id=table.column("account_id").to_pylist(),
-                record_id=table.column("record_id").to_pylist(),
-                doc=table.column("doc").to_pylist(),
-                conflicting=table.column("conflicting").to_pylist(),
-                errors=table.column("errors").to_pylist(),
-                sources=table.column("sources").to_pylist(),
-                row_numbers=table.column("row_numbers").to_pylist(),
-                checkin=pd.Series(table.column("checkin").to_pandas()),
-                checkout=pd.Series(table.column("checkout").to_pandas()),
-            )
-            del table
-            results[entity] = validate_rows(entity, rows, query.volatile)
+            validator = RecordValidator(entity, query.volatile)
+            reader = connection.sql(sql, params=parameters or None).to_arrow_reader(BATCH_ROWS)
+            for batch in reader:
+                validator.add(
+                    MappedRows(
+                        account_id=batch.column("account_id").to_pylist(),
+                        record_id=batch.column("record_id").to_pylist(),
+                        doc=batch.column("doc").to_pylist(),
+                        conflicting=batch.column("conflicting").to_pylist(),
+                        errors=batch.column("errors").to_pylist(),
+                        sources=batch.column("sources").to_pylist(),
+                        row_numbers=batch.column("row_numbers").to_pylist(),
+                        checkin=batch.column("checkin").to_pylist(),
+                        checkout=batch.column("checkout").to_pylist(),
+                    )
+                )
+            results[entity] = validator.result()
     return results

@@ -90,104 +90,122 @@ def _describe(problem: dict[str, Any]) -> tuple[str, str, Any]:
     return path, message, value
 
 
-def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> MappedRecords:
-    """Contract-valid records and the quarantine of everything else."""
-    model = RESOURCES[entity]
-    validate = model.model_validate_json
-    volatile = tuple(volatile)
-    quarantine = _Quarantine(entity)
-    accounts: list[str] = []
-    ids: list[str] = []
-    payloads: list[str] = []
-    hashes: list[str] = []
-    source_rows: list[str] = []
-    kept: list[int] = []
-    for index, document in enumerate(rows.doc):
-        account_id = rows.account_id[index]
-        record_id = rows.record_id[index]
-        source = rows.sources[index]
-        numbers = rows.row_numbers[index]
-        if account_id is None or account_id == "":
-            quarantine.add(
-                None,
-                record_id,
-                source,
-                numbers,
-                "accountId",
-                "no account for this record (the account expression gave no value)",
-            )
-            continue
-        if record_id is None or record_id.strip() == "":
-            quarantine.add(account_id, None, source, numbers, "id", MISSING_REASON)
-            continue
-        if rows.conflicting[index]:
-            quarantine.add(
-                account_id,
-                record_id,
-                source,
-                numbers,
-                "id",
-                f"{DUPLICATE_REASON}: rows {numbers} share id {record_id!r} but map to "
-                "different values",
-                record_id,
-            )
-            continue
-        conversion_errors = rows.errors[index]
-        if conversion_errors:
-            for item in conversion_errors:
+class RecordValidator:
+    """Validates the mapped rows of one entity batch by batch and collects the outcome.
+
+    Batches keep memory bounded: only the validated payloads stay, the documents of a batch
+    are dropped once it is done.
+    """
+
+    def __init__(self, entity: Entity, volatile: Sequence[str]) -> None:
+        self.entity = entity
+        self.validate = RESOURCES[entity].model_validate_json
+        self.volatile = tuple(volatile)
+        self.quarantine = _Quarantine(entity)
+        self.accounts: list[str] = []
+        self.ids: list[str] = []
+        self.payloads: list[str] = []
+        self.hashes: list[str] = []
+        self.source_rows: list[str] = []
+        self.checkins: list[Any] = []
+        self.checkouts: list[Any] = []
+
+    def add(self, rows: MappedRows) -> None:
+        quarantine = self.quarantine
+        for index, document in enumerate(rows.doc):
+            account_id = rows.account_id[index]
+            record_id = rows.record_id[index]
+            source = rows.sources[index]
+            numbers = rows.row_numbers[index]
+            if account_id is None or account_id == "":
+                quarantine.add(
+                    None,
+                    record_id,
+                    source,
+                    numbers,
+                    "accountId",
+                    "no account for this record (the account expression gave no value)",
+                )
+                continue
+            if record_id is None or record_id.strip() == "":
+                quarantine.add(account_id, None, source, numbers, "id", MISSING_REASON)
+                continue
+            if rows.conflicting[index]:
                 quarantine.add(
                     account_id,
                     record_id,
-                    item["src"],
-                    str(item["rownum"]),
-                    item["path"],
-                    item["reason"],
-                    item["value"],
+                    source,
+                    numbers,
+                    "id",
+                    f"{DUPLICATE_REASON}: rows {numbers} share id {record_id!r} but map to "
+                    "different values",
+                    record_id,
                 )
-            continue
-        try:
-            resource = validate(document)  # type: ignore[arg-type]
-        except ValidationError as error:
-            for problem in error.errors(include_url=False):
-                path, reason, value = _describe(problem)
-                quarantine.add(account_id, record_id, source, numbers, path, reason, value)
-            continue
-        data = resource.to_json_dict()
-        payload = canonical_json(data)
-        if volatile:
-            digest = content_hash(data, volatile)
-        else:
-            # Without volatile members the hashed form is the payload itself.
-            digest = hashlib.blake2b(payload.encode(), digest_size=16).hexdigest()
-        accounts.append(account_id)
-        ids.append(resource.id)
-        payloads.append(payload)
-        hashes.append(digest)
-        source_rows.append(f"{source}:{numbers}")
-        kept.append(index)
+                continue
+            conversion_errors = rows.errors[index]
+            if conversion_errors:
+                for item in conversion_errors:
+                    quarantine.add(
+                        account_id,
+                        record_id,
+                        item["src"],
+                        str(item["rownum"]),
+                        item["path"],
+                        item["reason"],
+                        item["value"],
+                    )
+                continue
+            try:
+                resource = self.validate(document)  # type: ignore[arg-type]
+            except ValidationError as error:
+                for problem in error.errors(include_url=False):
+                    path, reason, value = _describe(problem)
+                    quarantine.add(account_id, record_id, source, numbers, path, reason, value)
+                continue
+            data = resource.to_json_dict()
+            payload = canonical_json(data)
+            if self.volatile:
+                digest = content_hash(data, self.volatile)
+            else:
+                # Without volatile members the hashed form is the payload itself.
+                digest = hashlib.blake2b(payload.encode(), digest_size=16).hexdigest()
+            self.accounts.append(account_id)
+            self.ids.append(resource.id)
+            self.payloads.append(payload)
+            self.hashes.append(digest)
+            self.source_rows.append(f"{source}:{numbers}")
+            self.checkins.append(rows.checkin[index])
+            self.checkouts.append(rows.checkout[index])
 
-    records = empty_records()
-    if kept:
-        checkin = pd.to_datetime(pd.Series(rows.checkin).iloc[kept].reset_index(drop=True))
-        checkout = pd.to_datetime(pd.Series(rows.checkout).iloc[kept].reset_index(drop=True))
-        records = pd.DataFrame(
-            {
-                "account_id": pd.Series(accounts, dtype=object),
-                "record_id": pd.Series(ids, dtype=object),
-                "payload": pd.Series(payloads, dtype=object),
-                "content_hash": pd.Series(hashes, dtype=object),
-                "checkin": checkin.astype("datetime64[ns]"),
-                "checkout": checkout.astype("datetime64[ns]"),
-                "source_rows": pd.Series(source_rows, dtype=object),
-            },
-            columns=list(RECORD_COLUMNS),
+    def result(self) -> MappedRecords:
+        records = empty_records()
+        if self.payloads:
+            records = pd.DataFrame(
+                {
+                    "account_id": pd.Series(self.accounts, dtype=object),
+                    "record_id": pd.Series(self.ids, dtype=object),
+                    "payload": pd.Series(self.payloads, dtype=object),
+                    "content_hash": pd.Series(self.hashes, dtype=object),
+                    "checkin": pd.to_datetime(pd.Series(self.checkins)).astype("datetime64[ns]"),
+                    "checkout": pd.to_datetime(pd.Series(self.checkouts)).astype("datetime64[ns]"),
+                    "source_rows": pd.Series(self.source_rows, dtype=object),
+                },
+                columns=list(RECORD_COLUMNS),
+            )
+        rows = self.quarantine.rows
+        quarantined = (
+            pd.DataFrame(rows, columns=list(QUARANTINE_COLUMNS), dtype=object)
+            if rows
+            else empty_quarantine()
         )
-    quarantined = (
-        pd.DataFrame(quarantine.rows, columns=list(QUARANTINE_COLUMNS), dtype=object)
-        if quarantine.rows
-        else empty_quarantine()
-    )
-    return MappedRecords(entity=entity, records=records, quarantine=quarantined)
+        return MappedRecords(entity=self.entity, records=records, quarantine=quarantined)
+
+
+def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> MappedRecords:
+    """Contract-valid records and the quarantine of everything else, for one batch of rows."""
+    validator = RecordValidator(entity, volatile)
+    validator.add(rows)
+    return validator.result()
 
 
 def payload_of(records: MappedRecords, index: int) -> dict[str, Any]:
