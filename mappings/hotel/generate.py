@@ -110,9 +110,14 @@ def rooms(count: int) -> list[dict[str, object]]:
 
 def bookings(rng: random.Random, count: int, room_rows: list[dict[str, object]]):
     start = date(2025, 1, 1)
+    hotels = list(HOTELS)
+    rooms_by_hotel = {
+        hotel: [room for room in room_rows if room["hotel_code"] == hotel] for hotel in hotels
+    }
+    types_by_code = {room_type[0]: room_type for room_type in ROOM_TYPES}
     for number in range(1, count + 1):
-        hotel = rng.choice(list(HOTELS))
-        hotel_rooms = [room for room in room_rows if room["hotel_code"] == hotel]
+        hotel = rng.choice(hotels)
+        hotel_rooms = rooms_by_hotel[hotel]
         arrival = start + timedelta(days=rng.randrange(0, 540))
         nights = rng.choice([1, 1, 2, 2, 3, 4, 7])
         created = datetime(2024, 12, 1) + timedelta(minutes=rng.randrange(0, 60 * 24 * 400))
@@ -125,7 +130,7 @@ def bookings(rng: random.Random, count: int, room_rows: list[dict[str, object]])
         modified = created + timedelta(hours=rng.randrange(0, 48))
         channel, rate_plan = rng.choice(CHANNELS), rng.choice(["BAR", "NRF", "BB"])
         for line, room in enumerate(rng.sample(hotel_rooms, lines), start=1):
-            room_type = next(t for t in ROOM_TYPES if t[0] == room["room_type"])
+            room_type = types_by_code[room["room_type"]]
             adults = rng.randint(1, room_type[8])
             yield {
                 "hotel_code": hotel,
