@@ -486,6 +486,7 @@ class EntityQuery:
     sql: str
     input_name: str
     volatile: list[str]
+    sql_members: list[MemberPath] = field(default_factory=list)  # where its user SQL is
 
 
 class Compiler:
@@ -696,7 +697,8 @@ class Compiler:
             f"CAST(unit_struct.id AS VARCHAR) AS unit_id FROM structs)"
         )
         sql = "WITH " + ",\n".join(ctes) + "\n" + _GROUPING[entity]
-        return EntityQuery(entity, sql, spec.input, sorted(set(self._volatile)))
+        members = [member for _sql, member in self.user_sql if member[1:2] == (entity.value,)]
+        return EntityQuery(entity, sql, spec.input, sorted(set(self._volatile)), members)
 
     def _account_member(self, entity: Entity) -> MemberPath:
         if self.mapping.entities[entity].account is not None:

@@ -189,20 +189,41 @@ def run_prepared(
                 )
                 parameters = [window.start, window.end]
             validator = RecordValidator(entity, query.volatile)
-            reader = connection.sql(sql, params=parameters or None).to_arrow_reader(BATCH_ROWS)
-            for batch in reader:
-                validator.add(
-                    MappedRows(
-                        account_id=batch.column("account_id").to_pylist(),
-                        record_id=batch.column("record_id").to_pylist(),
-                        doc=batch.column("doc").to_pylist(),
-                        conflicting=batch.column("conflicting").to_pylist(),
-                        errors=batch.column("errors").to_pylist(),
-                        sources=batch.column("sources").to_pylist(),
-                        row_numbers=batch.column("row_numbers").to_pylist(),
-                        checkin=batch.column("checkin").to_pylist(),
-                        checkout=batch.column("checkout").to_pylist(),
-                    )
-                )
+            try:
+                _validate_batches(connection, sql, parameters, validator)
+            except duckdb.Error as error:
+                # Only user SQL can fail on data (a CAST of an unexpected value): name it.
+                mapping = prepared.mapping
+                member = query.sql_members[0] if query.sql_members else ("entities", entity.value)
+                raise MappingError(
+                    f"the mapping's SQL failed on the data ({_first_line(error)}); "
+                    "use TRY_CAST in sql: expressions",
+                    file=str(mapping.source_file) if mapping.source_file else None,
+                    line=mapping.line_of(member),
+                    member=".".join(str(part) for part in member),
+                ) from None
             results[entity] = validator.result()
     return results
+
+
+def _validate_batches(
+    connection: duckdb.DuckDBPyConnection,
+    sql: str,
+    parameters: list[Any],
+    validator: RecordValidator,
+) -> None:
+    reader = connection.sql(sql, params=parameters or None).to_arrow_reader(BATCH_ROWS)
+    for batch in reader:
+        validator.add(
+            MappedRows(
+                account_id=batch.column("account_id").to_pylist(),
+                record_id=batch.column("record_id").to_pylist(),
+                doc=batch.column("doc").to_pylist(),
+                conflicting=batch.column("conflicting").to_pylist(),
+                errors=batch.column("errors").to_pylist(),
+                sources=batch.column("sources").to_pylist(),
+                row_numbers=batch.column("row_numbers").to_pylist(),
+                checkin=batch.column("checkin").to_pylist(),
+                checkout=batch.column("checkout").to_pylist(),
+            )
+        )

@@ -318,3 +318,11 @@ def test_injected_bad_rows_are_quarantined_and_every_other_row_is_produced(
             str(first_bad_row + 3),
         ),
     }
+
+
+def test_an_sql_expression_failing_on_a_value_names_the_member(tmp_path: Path) -> None:
+    data = [{"unit_id": "u1", "guests": "4"}, {"unit_id": "u2", "guests": "four"}]
+    with pytest.raises(MappingError) as raised:
+        map_units(tmp_path, data, {"maxNumberOfGuests": {"sql": "CAST(guests AS INTEGER)"}})
+    assert raised.value.member == "entities.accommodation.fields.maxNumberOfGuests.sql"
+    assert "TRY_CAST" in str(raised.value)
