@@ -5,7 +5,7 @@ Tables: properties, units, guests, reservations, stays (one stay per booked unit
 script loads into PostgreSQL and MariaDB (the tests do that; MariaDB reads TIMESTAMP as
 DATETIME, see ``for_dialect``). Deterministic (seeded).
 
-    python mappings/sql_pms/generate.py [--reservations N]
+    python mappings/sql_pms/generate.py [--reservations N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -241,10 +241,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reservations", type=int, default=40)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=HERE)
     arguments = parser.parse_args()
     sql = script(rows(random.Random(arguments.seed), arguments.reservations))
-    (HERE / "pms.sql").write_text(sql, encoding="utf-8")
-    database = HERE / "pms.sqlite"
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    (arguments.out / "pms.sql").write_text(sql, encoding="utf-8")
+    database = arguments.out / "pms.sqlite"
     database.unlink(missing_ok=True)
     with sqlite3.connect(database) as connection:
         for statement in statements(sql):
