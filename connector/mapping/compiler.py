@@ -11,6 +11,7 @@ record is then validated by the contract, which stays the final authority on val
 from __future__ import annotations
 
 import re
+import string
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -472,7 +473,7 @@ class ScopeCompiler:
         )
 
 
-_formatter = __import__("string").Formatter()
+_formatter = string.Formatter()
 
 
 # ------------------------------------------------------------------------------ the compiler

@@ -8,7 +8,6 @@ the push expect them (``connector.canonical``).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,15 +198,3 @@ class RecordValidator:
             else empty_quarantine()
         )
         return MappedRecords(entity=self.entity, records=records, quarantine=quarantined)
-
-
-def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> MappedRecords:
-    """Contract-valid records and the quarantine of everything else, for one batch of rows."""
-    validator = RecordValidator(entity, volatile)
-    validator.add(rows)
-    return validator.result()
-
-
-def payload_of(records: MappedRecords, index: int) -> dict[str, Any]:
-    """The resource of one record as a dict (for previews and tests)."""
-    return json.loads(records.records["payload"].iloc[index])
