@@ -283,3 +283,18 @@ def test_a_volatile_field_is_sent_but_left_out_of_the_hash(tmp_path: Path) -> No
     assert first.records["content_hash"].tolist() == second.records["content_hash"].tolist()
     third = map_units(tmp_path, rows(area=["y"]), {"area": "area"})
     assert third.records["content_hash"].tolist() != second.records["content_hash"].tolist()
+
+
+def test_as_string_sends_text_untouched_and_the_contract_still_judges_it(tmp_path: Path) -> None:
+    data = rows(land=["DE", "Germany"])
+    batch = map_units(tmp_path, data, {"country": {"column": "land", "as": "string"}})
+    assert field_values(batch, "country") == ["DE"]
+    problem = batch.quarantine.iloc[0]
+    assert (problem["record_id"], problem["field"]) == ("u2", "country")
+    assert "two-letter ISO 3166-1 country code" in problem["reason"]
+
+
+def test_a_cast_to_integer_of_a_text_column_feeds_a_string_field(tmp_path: Path) -> None:
+    data = rows(floor=["3.0", "-1"])
+    batch = map_units(tmp_path, data, {"floor": {"column": "floor", "as": "number_text"}})
+    assert field_values(batch, "floor") == ["3", "-1"]
