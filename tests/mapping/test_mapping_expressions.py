@@ -294,7 +294,7 @@ def test_as_string_sends_text_untouched_and_the_contract_still_judges_it(tmp_pat
     assert "two-letter ISO 3166-1 country code" in problem["reason"]
 
 
-def test_a_cast_to_integer_of_a_text_column_feeds_a_string_field(tmp_path: Path) -> None:
+def test_number_text_turns_a_spreadsheet_float_into_a_text_field(tmp_path: Path) -> None:
     data = rows(floor=["3.0", "-1"])
     batch = map_units(tmp_path, data, {"floor": {"column": "floor", "as": "number_text"}})
     assert field_values(batch, "floor") == ["3", "-1"]
