@@ -32,5 +32,8 @@ dev: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -m connector.contract.openapi docs/openapi.json
 
+schema: $(STAMP)
+	$(BIN)/python -m connector.mapping.schema mappings/schema.json
+
 clean:
 	rm -rf $(VENV) .pms-sync .pytest_cache .ruff_cache

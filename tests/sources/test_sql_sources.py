@@ -1,0 +1,220 @@
+"""SQL inputs over real connections: SQLite, PostgreSQL and MariaDB.
+
+The server tests skip with the reason when the server does not answer, except under CI=true,
+where a missing server is a failure. Each run loads the sample schema into its own PostgreSQL
+schema / MariaDB database and drops it afterwards, so parallel runs never collide.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+import sqlalchemy as sa
+
+from connector.contract import Entity
+from connector.errors import MappingError, SourceError
+from connector.mapping import load_mapping, map_records
+from connector.sources import SqlSource
+
+EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
+SQLITE_URL = f"sqlite:///{EXAMPLE / 'pms.sqlite'}"
+POSTGRES_URL = os.environ.get(
+    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+MARIADB_URL = os.environ.get(
+    "PMS_SYNC_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("sql_pms_generate", EXAMPLE / "generate.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _unavailable(what: str, error: Exception) -> None:
+    message = f"{what} does not answer ({str(error).splitlines()[0]})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI=true requires it")
+    pytest.skip(message)
+
+
+def _load_sample(engine: sa.Engine) -> None:
+    generator = _generator()
+    sql = generator.for_dialect((EXAMPLE / "pms.sql").read_text(), engine.dialect.name)
+    with engine.begin() as connection:
+        for statement in generator.statements(sql):
+            connection.execute(sa.text(statement))
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    schema = f"pms_sync_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    except sa.exc.OperationalError as error:
+        _unavailable("PostgreSQL", error)
+    url = sa.engine.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    rendered = url.render_as_string(hide_password=False)
+    try:
+        _load_sample(sa.create_engine(rendered))
+        yield rendered
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="module")
+def mariadb_url() -> Iterator[str]:
+    database = f"pms_sync_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
+    except sa.exc.OperationalError as error:
+        _unavailable("MariaDB", error)
+    url = sa.engine.make_url(MARIADB_URL).set(database=database)
+    rendered = url.render_as_string(hide_password=False)
+    try:
+        _load_sample(sa.create_engine(rendered))
+        yield rendered
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
+        admin.dispose()
+
+
+def read(source: SqlSource, since: object = None) -> list[tuple[object, ...]]:
+    with duckdb.connect() as connection:
+        source.load_into(connection, "t", since=since)
+        return connection.execute("SELECT * FROM t ORDER BY _row").fetchall()
+
+
+def mapped(url: str, monkeypatch: pytest.MonkeyPatch) -> dict[Entity, list[str]]:
+    monkeypatch.setenv("PMS_DB_URL", url)
+    batches = map_records(load_mapping(EXAMPLE / "mapping.yaml"))
+    for batch in batches.values():
+        assert batch.quarantine.empty, batch.quarantine.to_string()
+    return {entity: sorted(batch.records["payload"]) for entity, batch in batches.items()}
+
+
+# ------------------------------------------------------------------------------- SQLite
+
+
+def test_a_table_is_read_with_every_value_as_text() -> None:
+    rows = read(SqlSource("units", SQLITE_URL, table="units"))
+    assert len(rows) == 12
+    first = rows[0]
+    assert first[:4] == ("1", "1", "101", "Apartment 101")
+    assert first[-2:] == ("units", 1)
+
+
+def test_a_query_takes_bound_parameters() -> None:
+    source = SqlSource(
+        "stays",
+        SQLITE_URL,
+        query="SELECT id, adults FROM stays WHERE adults >= :minimum",
+        params={"minimum": 3},
+    )
+    assert source.columns() == ["id", "adults"]
+    assert {row[1] for row in read(source)} == {"3"}
+
+
+def test_a_cursor_reads_only_rows_newer_than_since() -> None:
+    source = SqlSource("units", SQLITE_URL, table="units", cursor="updated_at")
+    everything = read(source)
+    newer = read(source, since="2025-01-01 08:00:00")
+    assert len(everything) == 12
+    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    assert source.max_cursor() == "2025-01-01 12:00:00"
+
+
+def test_an_unknown_cursor_column_is_an_error_before_reading() -> None:
+    with pytest.raises(SourceError, match="cursor column"):
+        SqlSource("units", SQLITE_URL, table="units", cursor="changed").columns()
+
+
+def test_an_unreachable_database_is_reported_without_its_password(tmp_path: Path) -> None:
+    source = SqlSource("units", "postgresql+psycopg://pms:hunter2@127.0.0.1:1/db", table="units")
+    with pytest.raises(SourceError) as raised:
+        source.columns()
+    assert "hunter2" not in str(raised.value)
+    assert raised.value.source == "units"
+
+
+def test_since_passed_to_map_records_reaches_the_cursor(tmp_path: Path) -> None:
+    (tmp_path / "units.yaml").write_text(
+        "account: {constant: demo}\n"
+        f"inputs: {{units: {{type: sql, url: '{SQLITE_URL}', table: units, cursor: updated_at}}}}\n"
+        "entities:\n"
+        "  accommodation:\n"
+        "    input: units\n"
+        "    full_export: false\n"
+        "    fields: {id: id, name: name, street: name, streetNumber: id, country: {constant: PL},\n"
+        "             city: name, wifiName: name, wifiCode: name, doorCode: name}\n"
+    )
+    mapping = load_mapping(tmp_path / "units.yaml")
+    batch = map_records(mapping, since={"units": datetime(2025, 1, 1, 10)})[Entity.ACCOMMODATION]
+    assert batch.records["record_id"].tolist() == ["11", "12"]
+    with pytest.raises(MappingError, match="since"):
+        map_records(mapping, since={"rooms": 1})
+
+
+def test_the_sql_example_reads_the_bundled_sqlite_file_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PMS_DB_URL", raising=False)
+    records = mapped(SQLITE_URL, monkeypatch)
+    assert len(records[Entity.ACCOMMODATION]) == 11  # the inactive unit is filtered out
+    assert len(records[Entity.RESERVATION]) == 40
+    multi_unit = [json.loads(p) for p in records[Entity.RESERVATION]]
+    assert any(len(p["unitReservations"]) == 2 for p in multi_unit)
+
+
+# --------------------------------------------------------------------- real servers
+
+
+@pytest.mark.postgres
+def test_postgresql_holding_the_same_schema_maps_to_the_same_records(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert mapped(postgres_url, monkeypatch) == mapped(SQLITE_URL, monkeypatch)
+
+
+@pytest.mark.postgres
+def test_postgresql_cursor_and_parameters_work_over_a_real_connection(postgres_url: str) -> None:
+    source = SqlSource("units", postgres_url, table="units", cursor="updated_at", chunk_size=5)
+    newer = read(source, since=datetime(2025, 1, 1, 8))
+    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    assert newer[0][-1] == 1
+
+
+@pytest.mark.mariadb
+def test_mariadb_holding_the_same_schema_maps_to_the_same_records(
+    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert mapped(mariadb_url, monkeypatch) == mapped(SQLITE_URL, monkeypatch)
+
+
+@pytest.mark.mariadb
+def test_mariadb_times_and_decimals_arrive_as_text(mariadb_url: str) -> None:
+    source = SqlSource(
+        "stays",
+        mariadb_url,
+        query="SELECT eta, amount FROM stays WHERE eta IS NOT NULL ORDER BY id",
+    )
+    first = read(source)[0]
+    assert first[0].count(":") == 2  # TIME arrives as H:MM:SS text
+    assert "." in first[1]
