@@ -153,6 +153,7 @@ class DuckDBSnapshot:
         cursor = self._connection.cursor()
         try:
             cursor.register("incoming_frame", frame)
+            _refuse_duplicates(cursor, request.entity)
             cursor.execute(_DIFF_SQL, params)
             counts = cursor.execute(
                 "SELECT account_id, action, reason, count(*) AS n FROM diff_result "
@@ -297,6 +298,20 @@ class DuckDBSnapshot:
             raise
         finally:
             cursor.close()
+
+
+def _refuse_duplicates(cursor: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+    # Two records with one id would make the diff ambiguous and send one of them twice.
+    duplicates = cursor.execute(
+        "SELECT account_id, record_id FROM incoming_frame GROUP BY ALL HAVING count(*) > 1 "
+        "ORDER BY ALL LIMIT 5"
+    ).fetchall()
+    if duplicates:
+        listed = ", ".join(f"{account}/{record}" for account, record in duplicates)
+        raise SnapshotError(
+            f"the {entity} records hold the same id more than once ({listed}); "
+            f"each (account, id) must appear once per run"
+        )
 
 
 def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
