@@ -75,7 +75,7 @@ class GuestLinks(ResponseModel):
 
 
 class PropertyStatusUpdate(RequestModel):
-    status: AccommodationStatus
+    status: AccommodationStatus = Field(strict=False)
 
 
 class PropertyStatusResponse(ResponseModel):
@@ -126,7 +126,7 @@ class ConditionOperator(StrEnum):
 class WebhookCondition(RequestModel):
     # An int, not ConditionFilterType: the public list is explicitly incomplete ("…").
     filterType: int = Field(ge=1)
-    op: ConditionOperator
+    op: ConditionOperator = Field(strict=False)
     value: str | int | float | bool | list[str] | list[int] | None = None
     secondValue: str | int | float | None = None
 
@@ -140,7 +140,7 @@ class WebhookConfig(RequestModel):
     """An outgoing-webhook configuration as created or updated by a client."""
 
     name: NonEmptyStr
-    event: OutgoingEventName
+    event: OutgoingEventName = Field(strict=False)
     url: NonEmptyStr = Field(pattern=r"^https?://")
     conditions: list[WebhookCondition] | None = None
     dataPoints: list[str] | None = None

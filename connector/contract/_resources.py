@@ -64,7 +64,7 @@ class Accommodation(RequestModel):
     """An accommodation unit as the caller's system knows it (spec §2.2)."""
 
     id: NonEmptyStr
-    status: AccommodationStatus
+    status: AccommodationStatus = Field(strict=False)
     name: NonEmptyStr
     street: NonEmptyStr
     streetNumber: NonEmptyStr

@@ -30,7 +30,7 @@ _API_TOKEN_DOC = (
 
 class AccommodationEnvelope(RequestModel):
     accountId: NonEmptyStr
-    event: SyncEvent
+    event: SyncEvent = Field(strict=False)
     entity: Literal[Entity.ACCOMMODATION]
     resource: Accommodation
     apiToken: str | None = Field(default=None, description=_API_TOKEN_DOC)
@@ -38,7 +38,7 @@ class AccommodationEnvelope(RequestModel):
 
 class ReservationEnvelope(RequestModel):
     accountId: NonEmptyStr
-    event: SyncEvent
+    event: SyncEvent = Field(strict=False)
     entity: Literal[Entity.RESERVATION]
     resource: Reservation
     apiToken: str | None = Field(default=None, description=_API_TOKEN_DOC)
