@@ -1,4 +1,5 @@
-"""A sync killed with SIGKILL mid-push, then run again: the service ends with the source, once."""
+"""A sync process killed with SIGKILL mid-push, then run again: the service ends with exactly
+the source, each record written once."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from connector.sandbox.testing import SandboxHandle
-from push_samples import expected_state, hotel, sandbox_state
+from push_samples import batches_of, expected_state, hotel, sandbox_state
 
+from connector.pipeline import sync_batches
+from connector.settings import load_settings
 from connector.snapshot import Snapshot
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -59,18 +62,17 @@ def test_a_sync_killed_mid_push_and_run_again_leaves_exactly_the_source_state(
         acknowledged_before_kill = len(snapshot.acknowledged())
 
     service.set_faults()
-    rerun = start_sync(source_file, snapshot_file, service.base_url)
-    output, errors = rerun.communicate(timeout=60)
+    settings = load_settings(base_url=service.base_url, snapshot=snapshot_file, token="demo-token")
+    rerun = sync_batches(batches_of(source), settings)
+    final = sync_batches(batches_of(source), settings)
 
     assert victim.returncode == -signal.SIGKILL
     assert 0 < acknowledged_before_kill <= delivered_before_kill < total, "kill landed mid-push"
-    assert rerun.returncode == 0, errors
-    report = json.loads(output)
+    assert rerun.push.complete
     # Only what the snapshot had not committed is sent again, each record at most once.
-    assert report["counts"]["create"] == total - acknowledged_before_kill
-    assert report["requests"] == total - acknowledged_before_kill
+    assert rerun.counts["create"] == total - acknowledged_before_kill
+    assert rerun.requests == total - acknowledged_before_kill
     records = service.records()
     assert sandbox_state(records) == expected_state(source)
     assert {r["writes"] for r in records} == {1}
-    final = start_sync(source_file, snapshot_file, service.base_url)
-    assert json.loads(final.communicate(timeout=60)[0])["requests"] == 0
+    assert final.requests == 0
