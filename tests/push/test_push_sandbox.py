@@ -152,6 +152,26 @@ def test_a_400_dead_letters_that_record_with_the_message_and_delivers_every_othe
     assert (again.requests, again.plan.held) == (0, 1)  # not re-sent while unchanged
 
 
+def test_a_dead_lettered_record_is_sent_once_its_content_is_fixed_and_leaves_the_table(
+    service: SandboxHandle, snapshot_file: Path
+) -> None:
+    source = hotel(units=1, reservations=1)
+    batches = batches_of(source)
+    broken = reservation("LATE", "U0", 3)
+    broken["unitReservations"][0]["checkin"] = "next week"
+    batches[Entity.RESERVATION] = with_unchecked_record(batches[Entity.RESERVATION], "demo", broken)
+    settings = settings_for(service.base_url, snapshot_file)
+    sync_batches(batches, settings)
+    source[Entity.RESERVATION].append(("demo", reservation("LATE", "U0", 3)))
+
+    fixed = sync_batches(batches_of(source), settings)
+
+    assert (fixed.counts["create"], fixed.requests, fixed.outcomes["acknowledged"]) == (1, 1, 1)
+    assert sandbox_state(service.records()) == expected_state(source)
+    with Snapshot.open(snapshot_file) as snapshot:
+        assert snapshot.dead_letters().empty
+
+
 def test_a_403_for_an_account_the_token_may_not_write_is_dead_lettered(
     service: SandboxHandle, snapshot_file: Path
 ) -> None:
