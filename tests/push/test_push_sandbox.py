@@ -150,6 +150,7 @@ def test_a_400_dead_letters_that_record_with_the_message_and_delivers_every_othe
     assert letter.request_id
     assert "door-4711" not in letter.message
     assert (again.requests, again.plan.held) == (0, 1)  # not re-sent while unchanged
+    assert again.to_json_dict()["dead_letters"] == {"400": 1}
 
 
 def test_a_dead_lettered_record_is_sent_once_its_content_is_fixed_and_leaves_the_table(
