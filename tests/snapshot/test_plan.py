@@ -194,6 +194,7 @@ def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
         "PAST_OLD",
     ]
     assert plan.changes["urgency"].tolist()[:3] == ["unit", "unit", "upcoming"]
+    assert plan.to_json_dict()["by_urgency"] == {"unit": 2, "upcoming": 3, "past": 2}
 
 
 def test_plan_prints_as_json_with_counts_per_action_and_as_a_table(
