@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
 
@@ -12,7 +13,7 @@ class RateLimiter(Protocol):
 
     async def acquire(self) -> None: ...
 
-    def observe(self, headers: dict[str, str]) -> None:
+    def observe(self, headers: Mapping[str, str]) -> None:
         """Learn from a response's headers (X-RateLimit-Remaining-*); may be a no-op."""
         ...
 
@@ -21,7 +22,7 @@ class Unlimited:
     async def acquire(self) -> None:
         return None
 
-    def observe(self, headers: dict[str, str]) -> None:
+    def observe(self, headers: Mapping[str, str]) -> None:
         return None
 
 
@@ -47,7 +48,7 @@ class TokenBucket:
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
 
-    def observe(self, headers: dict[str, str]) -> None:
+    def observe(self, headers: Mapping[str, str]) -> None:
         return None
 
 
