@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from connector.sandbox.testing import SandboxHandle
 from push_samples import FAST_RETRY, unit
 
 from connector.canonical import canonical_json
@@ -25,6 +24,7 @@ from connector.client import (
     parse_retry_after,
 )
 from connector.contract import Entity, SyncEvent
+from connector.sandbox.testing import SandboxHandle
 
 PAYLOAD = canonical_json(unit("U1"))
 
@@ -159,3 +159,15 @@ def test_service_messages_lose_every_known_secret_value() -> None:
     )
 
     assert message == "doorCode '***' invalid for token ***"
+
+
+def test_the_environment_proxy_applies_unless_no_proxy_exempts_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from connector.client._client import _environment_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+
+    assert _environment_proxy("https://service.example") == "http://proxy.internal:3128"
+    assert _environment_proxy("http://127.0.0.1:8765") is None
