@@ -123,6 +123,7 @@ class Plan:
     extracted: pd.DataFrame  # entity, account_id, extracted, quarantined
     window: DateWindow | None = None
     force: Force = field(default_factory=Force)
+    only_ids_not_in_export: list[str] = field(default_factory=list)  # --only ids nobody exported
 
     @property
     def counts(self) -> dict[str, int]:
@@ -188,6 +189,7 @@ class Plan:
             "force": {
                 "full_resync": self.force.full_resync,
                 "only_ids": sorted(self.force.only_ids) if self.force.only_ids else None,
+                "only_ids_not_in_export": self.only_ids_not_in_export,
             },
         }
 
@@ -240,8 +242,11 @@ def build_plan(
     force = force or Force()
     today = today or date.today()
     present_accounts: set[str] = set()
+    present_ids: set[str] = set()
     for batch in batches.values():
         present_accounts.update(batch.records["account_id"].astype(str))
+        if force.only_ids is not None:
+            present_ids.update(batch.records["record_id"].astype(str))
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
 
     changes: list[pd.DataFrame] = []
@@ -283,6 +288,7 @@ def build_plan(
         ),
         window=window,
         force=force,
+        only_ids_not_in_export=sorted((force.only_ids or frozenset()) - present_ids),
     )
 
 

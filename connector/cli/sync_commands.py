@@ -84,6 +84,7 @@ def plan_command(
         return
     click.echo(plan.summary_table())
     click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+    _warn_unknown_ids(plan)
 
 
 @click.command("sync")
@@ -139,8 +140,15 @@ def sync_command(
         sys.exit(EXIT_INCOMPLETE)
 
 
+def _warn_unknown_ids(plan: Plan) -> None:
+    if plan.only_ids_not_in_export:
+        listed = ", ".join(plan.only_ids_not_in_export)
+        click.secho(f"--only: not in the export, nothing sent for: {listed}", fg="yellow", err=True)
+
+
 def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) -> None:
     click.echo(plan.summary_table())
+    _warn_unknown_ids(plan)
     click.echo("")
     outcomes = document["outcomes"]
     click.echo("  ".join(f"{name} {outcomes[str(name)]}" for name in OUTCOMES))

@@ -160,12 +160,13 @@ def test_full_resync_resends_every_record_and_only_resends_just_those(
     acknowledge_all(snapshot, plan_of(snapshot, data))
 
     everything = plan_of(snapshot, data, force=Force(full_resync=True))
-    only = plan_of(snapshot, data, force=Force(only_ids=frozenset({"U2"})))
+    only = plan_of(snapshot, data, force=Force(only_ids=frozenset({"U2", "TYPO"})))
 
     assert everything.counts["update"] == 3
     assert set(everything.changes["reason"]) == {"forced"}
     assert only.changes["record_id"].tolist() == ["U2"]
     assert only.counts["deactivate"] == 0  # --only never reconciles what it did not select
+    assert only.to_json_dict()["force"]["only_ids_not_in_export"] == ["TYPO"]
 
 
 def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
