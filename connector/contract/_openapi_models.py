@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from connector.contract._base import RequestModel, ResponseModel
-from connector.contract._formats import NonEmptyStr
+from connector.contract._formats import HTTP_URL_PATTERN, NonEmptyStr
 from connector.contract._resources import AccommodationStatus
 
 
@@ -142,7 +142,7 @@ class WebhookConfig(RequestModel):
     name: NonEmptyStr
     event: OutgoingEventName = Field(strict=False)
     # A plain str: NonEmptyStr's own pattern would replace this one (the last pattern wins).
-    url: str = Field(pattern=r"^https?://\S+$")
+    url: str = Field(pattern=HTTP_URL_PATTERN)
     conditions: list[WebhookCondition] | None = None
     dataPoints: list[str] | None = None
     isEnabled: bool = True
