@@ -11,7 +11,7 @@ from functools import cache
 from typing import Annotated
 
 import pycountry
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 # Every pattern means the same in Python's re, pydantic-core's Rust regex and ECMA-262 (the
 # dialect of JSON Schema, so of the OpenAPI document and its fuzzers): ASCII classes instead of
@@ -86,6 +86,18 @@ def _check_currency(value: str) -> str:
         raise ValueError(f"expected an ISO 4217 currency code such as EUR, got {value!r}")
     return value
 
+
+def _whole_number(value: object) -> object:
+    # JSON has one number type: 2, 2.0 and 2e0 are the same number, and JSON Schema (so the
+    # OpenAPI document) calls each of them an integer. 2.5, NaN and infinities stay floats
+    # and are refused by the strict int check that follows.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_whole_number)]
+"""An integer as JSON Schema means it: a number without a fractional part, however spelled."""
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, pattern=NON_BLANK_PATTERN)]
 """A required string: the spec's required members carry a value, so blank is rejected."""

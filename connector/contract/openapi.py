@@ -25,6 +25,7 @@ from connector.contract._openapi_models import (
     TokenRequest,
     TokenResponse,
     WebhookConfig,
+    WebhookConfigList,
 )
 from connector.contract._sync import (
     AccommodationEnvelope,
@@ -48,6 +49,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     GuestLinks,
     PropertyStatusResponse,
     StoredWebhookConfig,
+    WebhookConfigList,
     OutgoingEvent,
     ApiError,
 )
@@ -240,9 +242,7 @@ def build_openapi() -> dict[str, Any]:
                 "tags": ["open api"],
                 "security": _OPENAPI_SECURITY,
                 "responses": {
-                    "200": _json(
-                        {"type": "array", "items": _ref(StoredWebhookConfig)}, "The configurations"
-                    ),
+                    "200": _json(WebhookConfigList, "The configurations"),
                     **_api_errors(401),
                 },
             },

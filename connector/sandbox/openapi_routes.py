@@ -31,6 +31,7 @@ from connector.contract import (
     PropertyStatusUpdate,
     TokenRequest,
     WebhookConfig,
+    validate_json_body,
 )
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
@@ -102,7 +103,7 @@ def _token_endpoint(state: SandboxState) -> Handler:
         if "json" in content_type:
             try:
                 fields = json.loads(body or b"{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 return api_error(400, "invalid_request", "body: not valid JSON")
             if not isinstance(fields, dict):
                 return api_error(400, "invalid_request", "body: expected a JSON object")
@@ -320,7 +321,7 @@ def _property_endpoint(state: SandboxState) -> Handler:
                 400, "invalid_request", f"updateSubUnits: expected true or false, got {raw_flag!r}"
             )
         try:
-            update = PropertyStatusUpdate.model_validate_json(await request.body())
+            update = validate_json_body(PropertyStatusUpdate, await request.body())
         except ValidationError as error:
             return api_error(400, "invalid_request", describe_validation_error(error))
         found = _one_record(
@@ -351,7 +352,7 @@ def _webhook_owner(token: AccessToken) -> str:
 
 def _validated_webhook(body: bytes) -> dict[str, Any] | Response:
     try:
-        config = WebhookConfig.model_validate_json(body)
+        config = validate_json_body(WebhookConfig, body)
     except ValidationError as error:
         message = describe_validation_error(error)
         if "event" in message:
