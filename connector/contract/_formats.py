@@ -99,6 +99,10 @@ def _whole_number(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(_whole_number)]
 """An integer as JSON Schema means it: a number without a fractional part, however spelled."""
 
+# The bound before the validator: the other way round, pydantic writes it into the JSON schema
+# of an optional member as "ge" (not a JSON Schema keyword) instead of "minimum".
+NonNegativeJsonInt = Annotated[int, Field(ge=0), BeforeValidator(_whole_number)]
+
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, pattern=NON_BLANK_PATTERN)]
 """A required string: the spec's required members carry a value, so blank is rejected."""
 

@@ -14,6 +14,7 @@ from connector.contract._formats import (
     DateYMD,
     HalfHourTime,
     JsonInt,
+    NonNegativeJsonInt,
     NonEmptyStr,
     TimeHHmm,
     Timestamp,
@@ -36,7 +37,7 @@ class Coordinates(RequestModel):
 
 class BedType(RequestModel):
     bedType: JsonInt
-    amount: JsonInt = Field(ge=0)
+    amount: NonNegativeJsonInt
 
 
 class AdditionalField(RequestModel):
@@ -55,9 +56,9 @@ class RoomType(RequestModel):
     code: str | None = None
     description: str | None = None
     features: list[str] | None = None
-    sizeSqM: JsonInt | None = Field(default=None, ge=0)
-    numberOfToilets: JsonInt | None = Field(default=None, ge=0)
-    bedroomsNumber: JsonInt | None = Field(default=None, ge=0)
+    sizeSqM: NonNegativeJsonInt | None = None
+    numberOfToilets: NonNegativeJsonInt | None = None
+    bedroomsNumber: NonNegativeJsonInt | None = None
     additionalFields: list[RoomTypeAdditionalField] | None = None
 
 
@@ -83,10 +84,10 @@ class Accommodation(RequestModel):
     buildingCode: str | None = None
     minimumCheckInTime: TimeHHmm | None = None
     maximumCheckOutTime: TimeHHmm | None = None
-    bedroomsNumber: JsonInt | None = Field(default=None, ge=0)
-    numberOfToilets: JsonInt | None = Field(default=None, ge=0)
-    numberOfBathrooms: JsonInt | None = Field(default=None, ge=0)
-    maxNumberOfGuests: JsonInt | None = Field(default=None, ge=0)
+    bedroomsNumber: NonNegativeJsonInt | None = None
+    numberOfToilets: NonNegativeJsonInt | None = None
+    numberOfBathrooms: NonNegativeJsonInt | None = None
+    maxNumberOfGuests: NonNegativeJsonInt | None = None
     propertyType: JsonInt | None = Field(
         default=None, description="Unit type code; the service defaults to 14 (apartment)."
     )
@@ -95,7 +96,7 @@ class Accommodation(RequestModel):
     lateCheckOutOverride: bool | None = None
     bedTypes: list[BedType] | None = None
     additionalFields: list[AdditionalField] | None = None
-    sizeSqM: JsonInt | None = Field(default=None, ge=0)
+    sizeSqM: NonNegativeJsonInt | None = None
     roomType: RoomType | None = None
 
 
@@ -127,13 +128,13 @@ class UnitReservation(RequestModel):
     """One booked unit of a reservation (spec §2.10). `checkout` must be after `checkin`."""
 
     id: NonEmptyStr
-    adults: JsonInt = Field(ge=0)
+    adults: NonNegativeJsonInt
     checkin: DateYMD
     checkout: DateYMD
     unitId: NonEmptyStr
     unitName: NonEmptyStr
-    children: JsonInt | None = Field(default=None, ge=0)
-    babies: JsonInt | None = Field(default=None, ge=0)
+    children: NonNegativeJsonInt | None = None
+    babies: NonNegativeJsonInt | None = None
     estimatedCheckInTime: HalfHourTime | None = None
     estimatedCheckOutTime: HalfHourTime | None = None
     unitRoomTypeId: str | None = None
