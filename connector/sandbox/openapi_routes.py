@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import math
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,7 @@ from connector.sandbox.validation_messages import describe_validation_error
 MAX_PAGE_SIZE = 50
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_PAGE = 1
+_DIGITS = re.compile(r"[0-9]+")
 TRUE_VALUES = frozenset({"1", "true", "yes"})
 FALSE_VALUES = frozenset({"0", "false", "no"})
 
@@ -168,12 +170,11 @@ def _token_endpoint(state: SandboxState) -> Handler:
 
 def _positive_int(value: str | None, name: str, default: int, maximum: int | None) -> int | str:
     """The parsed parameter, or the problem with it as a message."""
-    if value is None or value == "":
+    if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
+    # ASCII digits only: int() would also take " 5", "+5", "5_0" and other scripts' digits,
+    # none of which the document's integer is; an empty value is no integer either.
+    number = int(value) if _DIGITS.fullmatch(value) else 0
     if number < 1 or (maximum is not None and number > maximum):
         bound = f"between 1 and {maximum}" if maximum is not None else "of at least 1"
         return f"{name}: expected an integer {bound}, got {value!r}"
