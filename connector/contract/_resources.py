@@ -14,8 +14,8 @@ from connector.contract._formats import (
     DateYMD,
     HalfHourTime,
     JsonInt,
-    NonNegativeJsonInt,
     NonEmptyStr,
+    NonNegativeJsonInt,
     TimeHHmm,
     Timestamp,
 )

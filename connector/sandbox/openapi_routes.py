@@ -50,8 +50,24 @@ Handler = Callable[[Request], Awaitable[Response]]
 AuthorisedHandler = Callable[[Request, AccessToken], Awaitable[Response]]
 
 
-def _requires_access_token(state: SandboxState, handler: AuthorisedHandler) -> Handler:
-    """Check the Bearer access token and the client's rate limit, then call ``handler``."""
+def unknown_query_parameters(request: Request, allowed: frozenset[str]) -> str | None:
+    """The problem with query parameters the operation does not define, if any.
+
+    Refused rather than ignored, like unknown body members: a misspelt ``pagesize=10`` that is
+    silently dropped is a client bug nobody notices.
+    """
+    unknown = sorted({name for name in request.query_params if name not in allowed})
+    if not unknown:
+        return None
+    known = ", ".join(sorted(allowed)) or "none"
+    return f"query: unknown parameter(s) {unknown} (this operation takes: {known})"
+
+
+def _requires_access_token(
+    state: SandboxState, handler: AuthorisedHandler, query: frozenset[str] = frozenset()
+) -> Handler:
+    """Check the Bearer access token, the client's rate limit and that every query parameter is
+    one of ``query``, then call ``handler``."""
 
     async def guarded(request: Request) -> Response:
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
@@ -75,7 +91,11 @@ def _requires_access_token(state: SandboxState, handler: AuthorisedHandler) -> H
                 f"Too many requests: retry after {limit.retry_after_s} s",
                 limit.headers,
             )
-        response = await handler(request, token)
+        problem = unknown_query_parameters(request, query)
+        if problem is not None:
+            response = api_error(400, "invalid_request", problem)
+        else:
+            response = await handler(request, token)
         response.headers.update(limit.headers)
         return response
 
@@ -99,6 +119,9 @@ def _basic_credentials(request: Request) -> tuple[str, str] | None:
 
 def _token_endpoint(state: SandboxState) -> Handler:
     async def issue_token(request: Request) -> Response:
+        problem = unknown_query_parameters(request, frozenset())
+        if problem is not None:
+            return api_error(400, "invalid_request", problem)
         body = await request.body()
         content_type = request.headers.get("content-type", "")
         fields: dict[str, Any]
@@ -249,7 +272,9 @@ def _accounts_endpoint(state: SandboxState) -> Handler:
             }
         )
 
-    return _requires_access_token(state, list_accounts)
+    return _requires_access_token(
+        state, list_accounts, frozenset({"page", "pageSize", "externalId"})
+    )
 
 
 # -- guest links ---------------------------------------------------------------------------------
@@ -308,7 +333,7 @@ def _links_endpoint(state: SandboxState) -> Handler:
             }
         return JSONResponse(content)
 
-    return _requires_access_token(state, links)
+    return _requires_access_token(state, links, frozenset({"externalId", "includeLastMessage"}))
 
 
 # -- property status -----------------------------------------------------------------------------
@@ -337,7 +362,7 @@ def _property_endpoint(state: SandboxState) -> Handler:
             {"id": found.service_id, "status": update.status.value, "updatedSubUnits": sub_units}
         )
 
-    return _requires_access_token(state, update_status)
+    return _requires_access_token(state, update_status, frozenset({"updateSubUnits"}))
 
 
 # -- outgoing-webhook configurations -------------------------------------------------------------

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from connector.canonical import canonical_json
 from connector.contract import ENVELOPES, SYNC_PATHS, Entity, Reservation, validate_json_body
+from connector.sandbox.openapi_routes import unknown_query_parameters
 from connector.sandbox.responses import plain_error
 from connector.sandbox.state import SandboxState
 from connector.sandbox.store import WriteOutcome
@@ -87,6 +88,9 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
             return plain_error(
                 429, f"Too many requests: retry after {limit.retry_after_s} s", limit.headers
             )
+        problem = unknown_query_parameters(request, frozenset())
+        if problem is not None:
+            return plain_error(400, problem, limit.headers)
         try:
             envelope = validate_json_body(envelope_model, body)
         except ValidationError as error:
