@@ -31,7 +31,9 @@ from connector.sandbox.testing import SandboxHandle
 from connector.sandbox.validation_messages import describe_validation_error
 from tests.sandbox import payloads
 
-EXAMPLES = int(os.environ.get("PMS_SYNC_FUZZ_EXAMPLES", "150"))
+# PMS_SYNC_FUZZ_EXAMPLES is the per-operation budget of the schemathesis run; one envelope
+# costs a fraction of an operation's example, so this property gets twelve times as many.
+EXAMPLES = 12 * int(os.environ.get("PMS_SYNC_FUZZ_EXAMPLES", "25"))
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,
     derandomize=True,
@@ -226,6 +228,7 @@ _NUMBER_LITERALS = [
     "123456789012345678901234567890",
     "1" + "0" * 5000,
 ]
+_FLOAT_MEMBERS = {"price", "paidAmount", "lat", "lon"}
 _WRONG_VALUES = st.sampled_from(
     [None, True, False, 0, -1, 1.5, "", "x", [], [1], {}, {"a": 1}, ["x", None]]
 )
@@ -267,6 +270,7 @@ def mutated_envelopes(draw: st.DrawFn) -> Mutated:
                 "invalid utf-8",
                 "duplicate member",
                 "number literal",
+                "non-finite number",
                 "truncated",
             ]
         )
@@ -348,6 +352,12 @@ def mutated_envelopes(draw: st.DrawFn) -> Mutated:
         path = draw(st.sampled_from(leaves))
         literal = draw(st.sampled_from(_NUMBER_LITERALS))
         return Mutated(entity, _replace_literal(document, path, literal), kind, False)
+    if kind == "non-finite number":
+        floats = [path for path in _number_leaves(document) if isinstance(path[-1], str)]
+        floats = [path for path in floats if path[-1] in _FLOAT_MEMBERS]
+        path = draw(st.sampled_from(floats))
+        literal = draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e999"]))
+        return Mutated(entity, _replace_literal(document, path, literal), kind, True)
     assert kind == "truncated"
     body = _dump(document)
     cut = draw(st.integers(min_value=0, max_value=len(body) - 1))
