@@ -43,8 +43,10 @@ MAX_PAGE_SIZE = 50
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_PAGE = 1
 _DIGITS = re.compile(r"[0-9]+")
-TRUE_VALUES = frozenset({"1", "true", "yes"})
-FALSE_VALUES = frozenset({"0", "false", "no"})
+# Flags take exactly the values the document gives them: 0/1 for includeLastMessage (an integer
+# enum), true/false for updateSubUnits (a boolean), so the document and the sandbox agree.
+INCLUDE_LAST_MESSAGE_VALUES = frozenset({"0", "1"})
+BOOLEAN_VALUES = frozenset({"true", "false"})
 
 Handler = Callable[[Request], Awaitable[Response]]
 AuthorisedHandler = Callable[[Request, AccessToken], Awaitable[Response]]
@@ -302,8 +304,8 @@ def _links_endpoint(state: SandboxState) -> Handler:
         external_id = request.query_params.get("externalId")
         if not external_id:
             return api_error(400, "invalid_request", "externalId: required (the reservation id)")
-        include = request.query_params.get("includeLastMessage", "0").lower()
-        if include not in TRUE_VALUES | FALSE_VALUES:
+        include = request.query_params.get("includeLastMessage", "0")
+        if include not in INCLUDE_LAST_MESSAGE_VALUES:
             return api_error(
                 400, "invalid_request", f"includeLastMessage: expected 1 or 0, got {include!r}"
             )
@@ -320,7 +322,7 @@ def _links_endpoint(state: SandboxState) -> Handler:
             "chatLink": f"{base}/chat/{digest}",
             "onlineCheckInLink": f"{base}/check-in/{digest}",
         }
-        if include in TRUE_VALUES:
+        if include == "1":
             account = state.config.account(found.account_id)
             content["chatLastMessage"] = {
                 "body": "Welcome! Your guest app is ready.",
@@ -341,8 +343,8 @@ def _links_endpoint(state: SandboxState) -> Handler:
 
 def _property_endpoint(state: SandboxState) -> Handler:
     async def update_status(request: Request, token: AccessToken) -> Response:
-        raw_flag = request.query_params.get("updateSubUnits", "false").lower()
-        if raw_flag not in TRUE_VALUES | FALSE_VALUES:
+        raw_flag = request.query_params.get("updateSubUnits", "false")
+        if raw_flag not in BOOLEAN_VALUES:
             return api_error(
                 400, "invalid_request", f"updateSubUnits: expected true or false, got {raw_flag!r}"
             )
@@ -356,7 +358,7 @@ def _property_endpoint(state: SandboxState) -> Handler:
         if isinstance(found, Response):
             return found
         sub_units = state.store.set_accommodation_status(
-            found, update.status.value, include_sub_units=raw_flag in TRUE_VALUES
+            found, update.status.value, include_sub_units=raw_flag == "true"
         )
         return JSONResponse(
             {"id": found.service_id, "status": update.status.value, "updatedSubUnits": sub_units}

@@ -215,3 +215,26 @@ def test_a_blank_required_string_is_reported_as_blank(clean_sandbox: SandboxHand
     assert response.text == (
         "resource.name: string should match pattern of a non-blank value: got only whitespace"
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params"),
+    [
+        (
+            "GET",
+            "/openapi/v1/reservations/links",
+            {"externalId": "r", "includeLastMessage": "true"},
+        ),
+        ("GET", "/openapi/v1/reservations/links", {"externalId": "r", "includeLastMessage": "yes"}),
+        ("PUT", "/properties/unit-1", {"updateSubUnits": "1"}),
+        ("PUT", "/properties/unit-1", {"updateSubUnits": "TRUE"}),
+    ],
+)
+def test_a_flag_takes_only_the_values_the_document_gives_it(
+    clean_sandbox: SandboxHandle, method: str, path: str, params: dict[str, str]
+) -> None:
+    response = clean_sandbox.http.request(
+        method, path, params=params, json={"status": "ACTIVE"}, headers=_bearer(clean_sandbox)
+    )
+    assert response.status_code == 400
+    assert response.json()["message"].startswith(next(iter(params.keys() - {"externalId"})))
