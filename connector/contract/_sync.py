@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
@@ -88,8 +89,8 @@ class _Members(dict[str, Any]):
 
 def _collect_members(pairs: list[tuple[str, Any]]) -> _Members:
     members = _Members(pairs)
-    names = [name for name, _ in pairs]
-    members.repeated = sorted({name for name in names if names.count(name) > 1})
+    counts = Counter(name for name, _ in pairs)
+    members.repeated = sorted(name for name, count in counts.items() if count > 1)
     return members
 
 
@@ -120,18 +121,29 @@ def validate_json_body(model: type[ModelT], body: bytes | str) -> ModelT:
     validated = model.model_validate_json(body)
     # Parsed a second time only once pydantic accepted the body: nesting is then shallow enough
     # for the standard library's parser and the text is valid UTF-8 JSON.
-    repeated = _first_repeated_member(json.loads(body, object_pairs_hook=_collect_members), ())
+    try:
+        parsed = json.loads(body, object_pairs_hook=_collect_members)
+    except (ValueError, RecursionError) as error:  # not expected: the two parsers disagree
+        raise _body_error(model, (), "json_invalid", str(error)) from None
+    repeated = _first_repeated_member(parsed, ())
     if repeated is not None:
-        raise ValidationError.from_exception_data(
-            model.__name__,
-            [
-                {
-                    "type": PydanticCustomError(
-                        "duplicate_member", "member appears more than once in its object"
-                    ),
-                    "loc": repeated,
-                    "input": None,
-                }
-            ],
+        raise _body_error(
+            model, repeated, "duplicate_member", "member appears more than once in its object"
         )
     return validated
+
+
+def _body_error(
+    model: type[BaseModel], loc: tuple[str | int, ...], kind: str, message: str
+) -> ValidationError:
+    return ValidationError.from_exception_data(
+        model.__name__,
+        # The message as context, not as the template: it may hold braces.
+        [
+            {
+                "type": PydanticCustomError(kind, "{error}", {"error": message}),
+                "loc": loc,
+                "input": None,
+            }
+        ],
+    )
