@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from connector.contract import Accommodation, UnitReservation
+from connector.contract import (
+    Accommodation,
+    ReservationEnvelope,
+    UnitReservation,
+    validate_json_body,
+)
 from connector.contract.openapi import build_openapi
 from connector.sandbox.config import DEMO_SYNC_TOKEN
 from connector.sandbox.testing import MULTI_CLIENT_ID, MULTI_CLIENT_SECRET, SandboxHandle
@@ -238,3 +243,20 @@ def test_a_flag_takes_only_the_values_the_document_gives_it(
     )
     assert response.status_code == 400
     assert response.json()["message"].startswith(next(iter(params.keys() - {"externalId"})))
+
+
+def test_validate_json_body_names_a_duplicate_inside_a_list_item() -> None:
+    body = json.dumps(payloads.envelope("reservation", payloads.reservation())).replace(
+        '"adults": 2', '"adults": 2, "adults": 3', 2
+    )
+    with pytest.raises(ValidationError) as raised:
+        validate_json_body(ReservationEnvelope, body)
+    [problem] = raised.value.errors()
+    assert problem["type"] == "duplicate_member"
+    assert problem["loc"] == ("resource", "unitReservations", 0, "adults")
+
+
+def test_validate_json_body_accepts_what_the_model_accepts_without_duplicates() -> None:
+    document = payloads.envelope("reservation", payloads.reservation())
+    validated = validate_json_body(ReservationEnvelope, json.dumps(document))
+    assert validated == ReservationEnvelope.model_validate_json(json.dumps(document))
