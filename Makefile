@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
 
-# The fuzzing of the sandbox (tests/fuzz) with a large budget: about 15-20 minutes.
+# The fuzzing of the sandbox (tests/fuzz) with a large budget: about 10 minutes.
 SOAK_EXAMPLES ?= 1000
 soak: $(STAMP)
 	PMS_SYNC_FUZZ_EXAMPLES=$(SOAK_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
