@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint format dev openapi schema clean
+.PHONY: setup demo test soak lint format dev openapi schema clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,11 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
+
+# The fuzzing of the sandbox (tests/fuzz) with a large budget: about 10 minutes.
+SOAK_EXAMPLES ?= 1000
+soak: $(STAMP)
+	PMS_SYNC_FUZZ_EXAMPLES=$(SOAK_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .

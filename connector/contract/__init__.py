@@ -21,6 +21,7 @@ from connector.contract._openapi_models import (
     TokenResponse,
     WebhookCondition,
     WebhookConfig,
+    WebhookConfigList,
     WebhookHeader,
 )
 from connector.contract._resources import (
@@ -48,6 +49,7 @@ from connector.contract._sync import (
     ReservationEnvelope,
     ReservationSyncResponse,
     SyncEvent,
+    validate_json_body,
 )
 
 __all__ = [
@@ -93,7 +95,9 @@ __all__ = [
     "UnitReservation",
     "WebhookCondition",
     "WebhookConfig",
+    "WebhookConfigList",
     "WebhookHeader",
     "iso_countries",
     "iso_currencies",
+    "validate_json_body",
 ]

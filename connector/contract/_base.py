@@ -14,7 +14,10 @@ class RequestModel(BaseModel):
     mapping error to fix, not something to coerce silently on the way out.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    # NaN and infinities are no JSON numbers: refused rather than stored and echoed as NaN.
+    model_config = ConfigDict(
+        extra="forbid", strict=True, populate_by_name=True, allow_inf_nan=False
+    )
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON object as sent on the wire: optional members left out when unset."""

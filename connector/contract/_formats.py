@@ -11,27 +11,40 @@ from functools import cache
 from typing import Annotated
 
 import pycountry
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
-_HH_MM = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
-_HALF_HOUR = re.compile(r"^(?:[01]\d|2[0-3]):(?:00|30)$")
-_YYYY_MM_DD = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# Every pattern means the same in Python's re, pydantic-core's Rust regex and ECMA-262 (the
+# dialect of JSON Schema, so of the OpenAPI document and its fuzzers): ASCII classes instead of
+# \d (Unicode digits in Python and Rust), anchors matched with fullmatch (Python's $ also
+# matches before a trailing newline), and the whitespace set spelled out instead of \s / \S
+# (the three disagree on U+0085, U+FEFF and U+001C..U+001F).
+HH_MM_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+HALF_HOUR_PATTERN = r"^([01][0-9]|2[0-3]):(00|30)$"
+YYYY_MM_DD_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+WHITESPACE_CLASS = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""ECMA-262's whitespace and line terminators: what a "blank" string consists of."""
+NON_BLANK_PATTERN = f"[^{WHITESPACE_CLASS}]"
+HTTP_URL_PATTERN = f"^https?://[^{WHITESPACE_CLASS}]+$"
+
+_HH_MM = re.compile(HH_MM_PATTERN)
+_HALF_HOUR = re.compile(HALF_HOUR_PATTERN)
+_YYYY_MM_DD = re.compile(YYYY_MM_DD_PATTERN)
 
 
 def _check_hh_mm(value: str) -> str:
-    if not _HH_MM.match(value):
+    if not _HH_MM.fullmatch(value):
         raise ValueError(f"expected a time as HH:mm (00:00 to 23:59), got {value!r}")
     return value
 
 
 def _check_half_hour(value: str) -> str:
-    if not _HALF_HOUR.match(value):
+    if not _HALF_HOUR.fullmatch(value):
         raise ValueError(f"expected a time as HH:00 or HH:30, got {value!r}")
     return value
 
 
 def _check_date(value: str) -> str:
-    if not _YYYY_MM_DD.match(value):
+    if not _YYYY_MM_DD.fullmatch(value):
         raise ValueError(f"expected a date as YYYY-MM-DD, got {value!r}")
     try:
         date.fromisoformat(value)
@@ -74,18 +87,36 @@ def _check_currency(value: str) -> str:
     return value
 
 
-NonEmptyStr = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+def _whole_number(value: object) -> object:
+    # JSON has one number type: 2, 2.0 and 2e0 are the same number, and JSON Schema (so the
+    # OpenAPI document) calls each of them an integer. 2.5, NaN and infinities stay floats
+    # and are refused by the strict int check that follows.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_whole_number)]
+"""An integer as JSON Schema means it: a number without a fractional part, however spelled."""
+
+# The bound before the validator: the other way round, pydantic writes it into the JSON schema
+# of an optional member as "ge" (not a JSON Schema keyword) instead of "minimum".
+NonNegativeJsonInt = Annotated[int, Field(ge=0), BeforeValidator(_whole_number)]
+
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1, pattern=NON_BLANK_PATTERN)]
 """A required string: the spec's required members carry a value, so blank is rejected."""
 
 TimeHHmm = Annotated[
     str,
     AfterValidator(_check_hh_mm),
-    Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", examples=["15:00"]),
+    # The pattern as documentation only: a Field pattern after the validator would be checked
+    # but left out of the JSON schema.
+    Field(json_schema_extra={"pattern": HH_MM_PATTERN}, examples=["15:00"]),
 ]
 HalfHourTime = Annotated[
     str,
     AfterValidator(_check_half_hour),
-    Field(pattern=r"^([01]\d|2[0-3]):(00|30)$", examples=["16:30"]),
+    Field(json_schema_extra={"pattern": HALF_HOUR_PATTERN}, examples=["16:30"]),
 ]
 DateYMD = Annotated[
     str,
@@ -97,9 +128,15 @@ Timestamp = Annotated[
     AfterValidator(_check_timestamp),
     Field(json_schema_extra={"format": "date-time"}, examples=["2025-01-31T12:00:00Z"]),
 ]
+# The document lists the codes the validators accept: a pattern such as ^[A-Z]{2}$ would
+# promise that "ZZ" is accepted.
 CountryCode = Annotated[
-    str, AfterValidator(_check_country), Field(pattern=r"^[A-Z]{2}$", examples=["DE"])
+    str,
+    AfterValidator(_check_country),
+    Field(json_schema_extra={"enum": sorted(iso_countries())}, examples=["DE"]),
 ]
 CurrencyCode = Annotated[
-    str, AfterValidator(_check_currency), Field(pattern=r"^[A-Z]{3}$", examples=["EUR"])
+    str,
+    AfterValidator(_check_currency),
+    Field(json_schema_extra={"enum": sorted(iso_currencies())}, examples=["EUR"]),
 ]

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from connector.contract._base import RequestModel, ResponseModel
-from connector.contract._formats import NonEmptyStr
+from connector.contract._formats import HTTP_URL_PATTERN, JsonInt, NonEmptyStr
 from connector.contract._resources import AccommodationStatus
 
 
@@ -125,10 +125,10 @@ class ConditionOperator(StrEnum):
 
 class WebhookCondition(RequestModel):
     # An int, not ConditionFilterType: the public list is explicitly incomplete ("…").
-    filterType: int = Field(ge=1)
+    filterType: JsonInt = Field(ge=1)
     op: ConditionOperator = Field(strict=False)
-    value: str | int | float | bool | list[str] | list[int] | None = None
-    secondValue: str | int | float | None = None
+    value: str | JsonInt | float | bool | list[str] | list[JsonInt] | None = None
+    secondValue: str | JsonInt | float | None = None
 
 
 class WebhookHeader(RequestModel):
@@ -142,7 +142,7 @@ class WebhookConfig(RequestModel):
     name: NonEmptyStr
     event: OutgoingEventName = Field(strict=False)
     # A plain str: NonEmptyStr's own pattern would replace this one (the last pattern wins).
-    url: str = Field(pattern=r"^https?://\S+$")
+    url: str = Field(pattern=HTTP_URL_PATTERN)
     conditions: list[WebhookCondition] | None = None
     dataPoints: list[str] | None = None
     isEnabled: bool = True
@@ -159,6 +159,12 @@ class StoredWebhookConfig(WebhookConfig):
     model_config = ConfigDict(strict=False, extra="allow")
 
     id: str = Field(alias="_id")
+
+
+class WebhookConfigList(ResponseModel):
+    """The outgoing-webhook configurations of the token's owner, oldest first."""
+
+    data: list[StoredWebhookConfig]
 
 
 class OutgoingEvent(ResponseModel):

@@ -13,7 +13,9 @@ from connector.contract._formats import (
     CurrencyCode,
     DateYMD,
     HalfHourTime,
+    JsonInt,
     NonEmptyStr,
+    NonNegativeJsonInt,
     TimeHHmm,
     Timestamp,
 )
@@ -34,8 +36,8 @@ class Coordinates(RequestModel):
 
 
 class BedType(RequestModel):
-    bedType: int
-    amount: int = Field(ge=0)
+    bedType: JsonInt
+    amount: NonNegativeJsonInt
 
 
 class AdditionalField(RequestModel):
@@ -54,9 +56,9 @@ class RoomType(RequestModel):
     code: str | None = None
     description: str | None = None
     features: list[str] | None = None
-    sizeSqM: int | None = Field(default=None, ge=0)
-    numberOfToilets: int | None = Field(default=None, ge=0)
-    bedroomsNumber: int | None = Field(default=None, ge=0)
+    sizeSqM: NonNegativeJsonInt | None = None
+    numberOfToilets: NonNegativeJsonInt | None = None
+    bedroomsNumber: NonNegativeJsonInt | None = None
     additionalFields: list[RoomTypeAdditionalField] | None = None
 
 
@@ -82,11 +84,11 @@ class Accommodation(RequestModel):
     buildingCode: str | None = None
     minimumCheckInTime: TimeHHmm | None = None
     maximumCheckOutTime: TimeHHmm | None = None
-    bedroomsNumber: int | None = Field(default=None, ge=0)
-    numberOfToilets: int | None = Field(default=None, ge=0)
-    numberOfBathrooms: int | None = Field(default=None, ge=0)
-    maxNumberOfGuests: int | None = Field(default=None, ge=0)
-    propertyType: int | None = Field(
+    bedroomsNumber: NonNegativeJsonInt | None = None
+    numberOfToilets: NonNegativeJsonInt | None = None
+    numberOfBathrooms: NonNegativeJsonInt | None = None
+    maxNumberOfGuests: NonNegativeJsonInt | None = None
+    propertyType: JsonInt | None = Field(
         default=None, description="Unit type code; the service defaults to 14 (apartment)."
     )
     coordinates: Coordinates | None = None
@@ -94,7 +96,7 @@ class Accommodation(RequestModel):
     lateCheckOutOverride: bool | None = None
     bedTypes: list[BedType] | None = None
     additionalFields: list[AdditionalField] | None = None
-    sizeSqM: int | None = Field(default=None, ge=0)
+    sizeSqM: NonNegativeJsonInt | None = None
     roomType: RoomType | None = None
 
 
@@ -123,16 +125,16 @@ class AdditionalCharge(RequestModel):
 
 
 class UnitReservation(RequestModel):
-    """One booked unit of a reservation (spec §2.10)."""
+    """One booked unit of a reservation (spec §2.10). `checkout` must be after `checkin`."""
 
     id: NonEmptyStr
-    adults: int = Field(ge=0)
+    adults: NonNegativeJsonInt
     checkin: DateYMD
     checkout: DateYMD
     unitId: NonEmptyStr
     unitName: NonEmptyStr
-    children: int | None = Field(default=None, ge=0)
-    babies: int | None = Field(default=None, ge=0)
+    children: NonNegativeJsonInt | None = None
+    babies: NonNegativeJsonInt | None = None
     estimatedCheckInTime: HalfHourTime | None = None
     estimatedCheckOutTime: HalfHourTime | None = None
     unitRoomTypeId: str | None = None
@@ -160,7 +162,8 @@ class UnitReservation(RequestModel):
 
 
 class Reservation(RequestModel):
-    """A reservation with its booked units (spec §2.8)."""
+    """A reservation with its booked units (spec §2.8). The `id`s of its `unitReservations` are
+    unique."""
 
     id: NonEmptyStr
     status: NonEmptyStr
@@ -169,8 +172,8 @@ class Reservation(RequestModel):
     unitReservations: list[UnitReservation] = Field(min_length=1)
     channelReservationId: str | None = None
     channelName: str | None = None
-    channelId: int | None = None
-    channelId2: int | None = None
+    channelId: JsonInt | None = None
+    channelId2: JsonInt | None = None
     marketSegment: str | None = None
     agent: str | None = None
     membership: str | None = None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from connector.contract._base import RequestModel, ResponseModel
 from connector.contract._formats import NonEmptyStr
@@ -72,3 +76,74 @@ SYNC_PATHS: dict[Entity, str] = {
     Entity.ACCOMMODATION: "/api/v1/hooks/accommodation/connect",
     Entity.RESERVATION: "/api/v1/hooks/reservation/connect",
 }
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class _Members(dict[str, Any]):
+    """A JSON object as parsed, remembering the member names it saw more than once."""
+
+    repeated: list[str]
+
+
+def _collect_members(pairs: list[tuple[str, Any]]) -> _Members:
+    members = _Members(pairs)
+    counts = Counter(name for name, _ in pairs)
+    members.repeated = sorted(name for name, count in counts.items() if count > 1)
+    return members
+
+
+def _first_repeated_member(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    if isinstance(value, _Members):
+        if value.repeated:
+            return (*loc, value.repeated[0])
+        items: Iterable[tuple[str | int, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _first_repeated_member(item, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
+def validate_json_body(model: type[ModelT], body: bytes | str) -> ModelT:
+    """``model`` validated from a JSON body as the service reads it.
+
+    The model's own JSON validation, plus one rule of the contract that pydantic does not
+    enforce: a member name appears at most once per object (RFC 8259 leaves duplicates to the
+    parser, and parsers disagree on which value wins: a door code sent twice is refused rather
+    than guessed). Raises :class:`pydantic.ValidationError` either way.
+    """
+    validated = model.model_validate_json(body)
+    # Parsed a second time only once pydantic accepted the body: nesting is then shallow enough
+    # for the standard library's parser and the text is valid UTF-8 JSON.
+    try:
+        parsed = json.loads(body, object_pairs_hook=_collect_members)
+    except (ValueError, RecursionError) as error:  # not expected: the two parsers disagree
+        raise _body_error(model, (), "json_invalid", str(error)) from None
+    repeated = _first_repeated_member(parsed, ())
+    if repeated is not None:
+        raise _body_error(
+            model, repeated, "duplicate_member", "member appears more than once in its object"
+        )
+    return validated
+
+
+def _body_error(
+    model: type[BaseModel], loc: tuple[str | int, ...], kind: str, message: str
+) -> ValidationError:
+    return ValidationError.from_exception_data(
+        model.__name__,
+        # The message as context, not as the template: it may hold braces.
+        [
+            {
+                "type": PydanticCustomError(kind, "{error}", {"error": message}),
+                "loc": loc,
+                "input": None,
+            }
+        ],
+    )

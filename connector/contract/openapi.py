@@ -25,6 +25,7 @@ from connector.contract._openapi_models import (
     TokenRequest,
     TokenResponse,
     WebhookConfig,
+    WebhookConfigList,
 )
 from connector.contract._sync import (
     AccommodationEnvelope,
@@ -48,6 +49,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     GuestLinks,
     PropertyStatusResponse,
     StoredWebhookConfig,
+    WebhookConfigList,
     OutgoingEvent,
     ApiError,
 )
@@ -94,6 +96,7 @@ def _sync_operation(
                 "400": _plain("Bad request or invalid webhook payload: field path and reason"),
                 "401": _plain("Invalid or missing authorization token"),
                 "403": _plain("The token is not allowed for this accountId"),
+                "429": _plain("Rate limit exceeded; see Retry-After"),
                 "500": _plain("Internal server error"),
             },
         }
@@ -105,6 +108,7 @@ def _api_errors(*statuses: int) -> dict[str, Any]:
         400: "Invalid parameters or body",
         401: "Missing, unknown or expired access token",
         404: "No such resource",
+        409: "The id names resources in several accounts of the token's scope",
         429: "Rate limit exceeded; see Retry-After",
     }
     return {str(status): _json(ApiError, reasons[status]) for status in statuses}
@@ -120,6 +124,29 @@ def _query(
         "schema": schema,
         "description": description,
     }
+
+
+_REQUEST_ID = {
+    "description": "A fresh id of this attempt (32 hex digits), for support requests",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+}
+_RETRY_AFTER = {
+    "description": "Seconds to wait before the next request",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
+
+
+def _add_response_headers(paths: dict[str, Any]) -> None:
+    """Every response carries x-request-id; every 429 carries Retry-After."""
+    for item in paths.values():
+        for operation in item.values():
+            for status, response in operation["responses"].items():
+                headers = response.setdefault("headers", {})
+                headers["x-request-id"] = _REQUEST_ID
+                if status == "429":
+                    headers["Retry-After"] = _RETRY_AFTER
 
 
 def build_openapi() -> dict[str, Any]:
@@ -181,7 +208,7 @@ def build_openapi() -> dict[str, Any]:
                 ],
                 "responses": {
                     "200": _json(GuestLinks, "The links"),
-                    **_api_errors(400, 401, 404, 429),
+                    **_api_errors(400, 401, 404, 409, 429),
                 },
             }
         },
@@ -199,7 +226,7 @@ def build_openapi() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(TokenResponse, "An access token"),
-                    **_api_errors(400, 401),
+                    **_api_errors(400, 401, 429),
                 },
             }
         },
@@ -229,7 +256,7 @@ def build_openapi() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(PropertyStatusResponse, "The new status"),
-                    **_api_errors(400, 401, 404),
+                    **_api_errors(400, 401, 404, 409, 429),
                 },
             }
         },
@@ -240,10 +267,8 @@ def build_openapi() -> dict[str, Any]:
                 "tags": ["open api"],
                 "security": _OPENAPI_SECURITY,
                 "responses": {
-                    "200": _json(
-                        {"type": "array", "items": _ref(StoredWebhookConfig)}, "The configurations"
-                    ),
-                    **_api_errors(401),
+                    "200": _json(WebhookConfigList, "The configurations"),
+                    **_api_errors(401, 429),
                 },
             },
             "post": {
@@ -257,7 +282,7 @@ def build_openapi() -> dict[str, Any]:
                 },
                 "responses": {
                     "201": _json(StoredWebhookConfig, "Created"),
-                    **_api_errors(400, 401),
+                    **_api_errors(400, 401, 429),
                 },
             },
         },
@@ -270,7 +295,7 @@ def build_openapi() -> dict[str, Any]:
                 "parameters": [webhook_id],
                 "responses": {
                     "200": _json(StoredWebhookConfig, "The configuration"),
-                    **_api_errors(401, 404),
+                    **_api_errors(401, 404, 429),
                 },
             },
             "put": {
@@ -285,7 +310,7 @@ def build_openapi() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(StoredWebhookConfig, "Updated"),
-                    **_api_errors(400, 401, 404),
+                    **_api_errors(400, 401, 404, 429),
                 },
             },
             "delete": {
@@ -294,10 +319,11 @@ def build_openapi() -> dict[str, Any]:
                 "tags": ["open api"],
                 "security": _OPENAPI_SECURITY,
                 "parameters": [webhook_id],
-                "responses": {"204": {"description": "Deleted"}, **_api_errors(401, 404)},
+                "responses": {"204": {"description": "Deleted"}, **_api_errors(401, 404, 429)},
             },
         },
     }
+    _add_response_headers(paths)
     return {
         "openapi": "3.1.0",
         "info": {

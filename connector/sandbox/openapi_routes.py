@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import math
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,7 @@ from connector.contract import (
     PropertyStatusUpdate,
     TokenRequest,
     WebhookConfig,
+    validate_json_body,
 )
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
@@ -40,15 +42,34 @@ from connector.sandbox.validation_messages import describe_validation_error
 MAX_PAGE_SIZE = 50
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_PAGE = 1
-TRUE_VALUES = frozenset({"1", "true", "yes"})
-FALSE_VALUES = frozenset({"0", "false", "no"})
+_DIGITS = re.compile(r"[0-9]+")
+# Flags take exactly the values the document gives them: 0/1 for includeLastMessage (an integer
+# enum), true/false for updateSubUnits (a boolean), so the document and the sandbox agree.
+INCLUDE_LAST_MESSAGE_VALUES = frozenset({"0", "1"})
+BOOLEAN_VALUES = frozenset({"true", "false"})
 
 Handler = Callable[[Request], Awaitable[Response]]
 AuthorisedHandler = Callable[[Request, AccessToken], Awaitable[Response]]
 
 
-def _requires_access_token(state: SandboxState, handler: AuthorisedHandler) -> Handler:
-    """Check the Bearer access token and the client's rate limit, then call ``handler``."""
+def unknown_query_parameters(request: Request, allowed: frozenset[str]) -> str | None:
+    """The problem with query parameters the operation does not define, if any.
+
+    Refused rather than ignored, like unknown body members: a misspelt ``pagesize=10`` that is
+    silently dropped is a client bug nobody notices.
+    """
+    unknown = sorted({name for name in request.query_params if name not in allowed})
+    if not unknown:
+        return None
+    known = ", ".join(sorted(allowed)) or "none"
+    return f"query: unknown parameter(s) {unknown} (this operation takes: {known})"
+
+
+def _requires_access_token(
+    state: SandboxState, handler: AuthorisedHandler, query: frozenset[str] = frozenset()
+) -> Handler:
+    """Check the Bearer access token, the client's rate limit and that every query parameter is
+    one of ``query``, then call ``handler``."""
 
     async def guarded(request: Request) -> Response:
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
@@ -72,7 +93,11 @@ def _requires_access_token(state: SandboxState, handler: AuthorisedHandler) -> H
                 f"Too many requests: retry after {limit.retry_after_s} s",
                 limit.headers,
             )
-        response = await handler(request, token)
+        problem = unknown_query_parameters(request, query)
+        if problem is not None:
+            response = api_error(400, "invalid_request", problem)
+        else:
+            response = await handler(request, token)
         response.headers.update(limit.headers)
         return response
 
@@ -96,13 +121,16 @@ def _basic_credentials(request: Request) -> tuple[str, str] | None:
 
 def _token_endpoint(state: SandboxState) -> Handler:
     async def issue_token(request: Request) -> Response:
+        problem = unknown_query_parameters(request, frozenset())
+        if problem is not None:
+            return api_error(400, "invalid_request", problem)
         body = await request.body()
         content_type = request.headers.get("content-type", "")
         fields: dict[str, Any]
         if "json" in content_type:
             try:
                 fields = json.loads(body or b"{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 return api_error(400, "invalid_request", "body: not valid JSON")
             if not isinstance(fields, dict):
                 return api_error(400, "invalid_request", "body: expected a JSON object")
@@ -167,12 +195,11 @@ def _token_endpoint(state: SandboxState) -> Handler:
 
 def _positive_int(value: str | None, name: str, default: int, maximum: int | None) -> int | str:
     """The parsed parameter, or the problem with it as a message."""
-    if value is None or value == "":
+    if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
+    # ASCII digits only: int() would also take " 5", "+5", "5_0" and other scripts' digits,
+    # none of which the document's integer is; an empty value is no integer either.
+    number = int(value) if _DIGITS.fullmatch(value) else 0
     if number < 1 or (maximum is not None and number > maximum):
         bound = f"between 1 and {maximum}" if maximum is not None else "of at least 1"
         return f"{name}: expected an integer {bound}, got {value!r}"
@@ -247,7 +274,9 @@ def _accounts_endpoint(state: SandboxState) -> Handler:
             }
         )
 
-    return _requires_access_token(state, list_accounts)
+    return _requires_access_token(
+        state, list_accounts, frozenset({"page", "pageSize", "externalId"})
+    )
 
 
 # -- guest links ---------------------------------------------------------------------------------
@@ -275,8 +304,8 @@ def _links_endpoint(state: SandboxState) -> Handler:
         external_id = request.query_params.get("externalId")
         if not external_id:
             return api_error(400, "invalid_request", "externalId: required (the reservation id)")
-        include = request.query_params.get("includeLastMessage", "0").lower()
-        if include not in TRUE_VALUES | FALSE_VALUES:
+        include = request.query_params.get("includeLastMessage", "0")
+        if include not in INCLUDE_LAST_MESSAGE_VALUES:
             return api_error(
                 400, "invalid_request", f"includeLastMessage: expected 1 or 0, got {include!r}"
             )
@@ -293,7 +322,7 @@ def _links_endpoint(state: SandboxState) -> Handler:
             "chatLink": f"{base}/chat/{digest}",
             "onlineCheckInLink": f"{base}/check-in/{digest}",
         }
-        if include in TRUE_VALUES:
+        if include == "1":
             account = state.config.account(found.account_id)
             content["chatLastMessage"] = {
                 "body": "Welcome! Your guest app is ready.",
@@ -306,7 +335,7 @@ def _links_endpoint(state: SandboxState) -> Handler:
             }
         return JSONResponse(content)
 
-    return _requires_access_token(state, links)
+    return _requires_access_token(state, links, frozenset({"externalId", "includeLastMessage"}))
 
 
 # -- property status -----------------------------------------------------------------------------
@@ -314,13 +343,13 @@ def _links_endpoint(state: SandboxState) -> Handler:
 
 def _property_endpoint(state: SandboxState) -> Handler:
     async def update_status(request: Request, token: AccessToken) -> Response:
-        raw_flag = request.query_params.get("updateSubUnits", "false").lower()
-        if raw_flag not in TRUE_VALUES | FALSE_VALUES:
+        raw_flag = request.query_params.get("updateSubUnits", "false")
+        if raw_flag not in BOOLEAN_VALUES:
             return api_error(
                 400, "invalid_request", f"updateSubUnits: expected true or false, got {raw_flag!r}"
             )
         try:
-            update = PropertyStatusUpdate.model_validate_json(await request.body())
+            update = validate_json_body(PropertyStatusUpdate, await request.body())
         except ValidationError as error:
             return api_error(400, "invalid_request", describe_validation_error(error))
         found = _one_record(
@@ -329,13 +358,13 @@ def _property_endpoint(state: SandboxState) -> Handler:
         if isinstance(found, Response):
             return found
         sub_units = state.store.set_accommodation_status(
-            found, update.status.value, include_sub_units=raw_flag in TRUE_VALUES
+            found, update.status.value, include_sub_units=raw_flag == "true"
         )
         return JSONResponse(
             {"id": found.service_id, "status": update.status.value, "updatedSubUnits": sub_units}
         )
 
-    return _requires_access_token(state, update_status)
+    return _requires_access_token(state, update_status, frozenset({"updateSubUnits"}))
 
 
 # -- outgoing-webhook configurations -------------------------------------------------------------
@@ -351,7 +380,7 @@ def _webhook_owner(token: AccessToken) -> str:
 
 def _validated_webhook(body: bytes) -> dict[str, Any] | Response:
     try:
-        config = WebhookConfig.model_validate_json(body)
+        config = validate_json_body(WebhookConfig, body)
     except ValidationError as error:
         message = describe_validation_error(error)
         if "event" in message:

@@ -15,7 +15,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connector.canonical import canonical_json
-from connector.contract import ENVELOPES, SYNC_PATHS, Entity, Reservation
+from connector.contract import ENVELOPES, SYNC_PATHS, Entity, Reservation, validate_json_body
+from connector.sandbox.openapi_routes import unknown_query_parameters
 from connector.sandbox.responses import plain_error
 from connector.sandbox.state import SandboxState
 from connector.sandbox.store import WriteOutcome
@@ -38,7 +39,8 @@ def _body_token(body: bytes) -> str | None:
     # Only read when no header carries a token: the spec's sample puts one in the body.
     try:
         document = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # Not JSON, or nested too deeply for the standard library: no token, so a 401.
         return None
     token = document.get("apiToken") if isinstance(document, dict) else None
     return token if isinstance(token, str) and token else None
@@ -86,8 +88,11 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
             return plain_error(
                 429, f"Too many requests: retry after {limit.retry_after_s} s", limit.headers
             )
+        problem = unknown_query_parameters(request, frozenset())
+        if problem is not None:
+            return plain_error(400, problem, limit.headers)
         try:
-            envelope = envelope_model.model_validate_json(body)
+            envelope = validate_json_body(envelope_model, body)
         except ValidationError as error:
             return plain_error(400, describe_validation_error(error), limit.headers)
         if envelope.accountId not in allowed_accounts:

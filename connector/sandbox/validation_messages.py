@@ -11,7 +11,11 @@ import re
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from connector.contract._formats import NON_BLANK_PATTERN
 from connector.secrets import is_sensitive
+
+MAX_REASON_CHARS = 300
+"""A reason quoting a megabyte-long value is cut here: the path and the start say enough."""
 
 _ENUM_REPR = re.compile(r"<\w+\.\w+: ('[^']*')>")
 _JSON_TYPES: dict[type, str] = {
@@ -29,8 +33,18 @@ def _path(error: ErrorDetails) -> str:
     return ".".join(str(part) for part in error["loc"]) or "body"
 
 
+def _shorten(reason: str) -> str:
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    return f"{reason[:MAX_REASON_CHARS]}… ({len(reason)} characters)"
+
+
 def _reason(error: ErrorDetails) -> str:
     kind, message = error["type"], error["msg"]
+    if kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") == (
+        NON_BLANK_PATTERN
+    ):
+        return "string should match pattern of a non-blank value: got only whitespace"
     if kind == "missing":
         return "required member is missing"
     if kind == "extra_forbidden":
@@ -53,5 +67,6 @@ def _reason(error: ErrorDetails) -> str:
 def describe_validation_error(error: ValidationError) -> str:
     """Every problem of a rejected body as ``path: reason``, joined by ``; ``."""
     return "; ".join(
-        f"{_path(detail)}: {_reason(detail)}" for detail in error.errors(include_url=False)
+        f"{_path(detail)}: {_shorten(_reason(detail))}"
+        for detail in error.errors(include_url=False)
     )
