@@ -1,0 +1,33 @@
+"""The HTTP client of the service interface: sync webhooks with auth, rate limit and retries."""
+
+from connector.client._client import REQUEST_ID_HEADER, ServiceClient, mask_message
+from connector.client._config import (
+    DEFAULT_BASE_URL,
+    ClientConfig,
+    RetryPolicy,
+    TokenPlacement,
+    Transport,
+    parse_retry_after,
+)
+from connector.client._limiter import RateLimiter, TokenBucket, Unlimited, limiter_for
+from connector.client._sync import Delivery, SyncAttempts
+from connector.client._tokens import AccountTokens
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "REQUEST_ID_HEADER",
+    "AccountTokens",
+    "ClientConfig",
+    "Delivery",
+    "RateLimiter",
+    "RetryPolicy",
+    "ServiceClient",
+    "SyncAttempts",
+    "TokenBucket",
+    "TokenPlacement",
+    "Transport",
+    "Unlimited",
+    "limiter_for",
+    "mask_message",
+    "parse_retry_after",
+]

@@ -1,0 +1,87 @@
+"""How the client talks to the service: where, with which credentials, how fast, how patiently."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from enum import StrEnum
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+
+
+class Transport(StrEnum):
+    """The HTTP transport under httpx (see docs/decisions-push.md for the measurement)."""
+
+    AIOHTTP = "aiohttp"  # httpx over httpx_aiohttp.AiohttpTransport: the default
+    HTTPX = "httpx"  # httpx's own async transport (httpcore)
+
+
+class TokenPlacement(StrEnum):
+    """Where the sync-webhook token travels; the spec leaves it open, public docs say a header."""
+
+    WISHBOX_HEADER = "x-wishbox-auth-token"
+    BEARER = "bearer"  # Authorization: Bearer <token>
+    API_TOKEN_MEMBER = "apiToken"  # the body member seen in the spec's request sample
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter for transient failures.
+
+    429, 5xx, timeouts and connection errors are retried; 400/401/403 never are. A 429's
+    Retry-After is honoured (capped at ``max_retry_after``) and is a floor under the backoff.
+    """
+
+    max_attempts: int = 5  # requests per record and run, the first one included
+    base_delay: float = 0.25  # seconds; attempt n waits up to base * 2**(n-1)
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        backoff = random.uniform(0, ceiling)
+        if retry_after is not None:
+            return max(min(retry_after, self.max_retry_after), backoff)
+        return backoff
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    base_url: str = DEFAULT_BASE_URL
+    token_placement: frozenset[TokenPlacement] = field(
+        default_factory=lambda: frozenset({TokenPlacement.WISHBOX_HEADER, TokenPlacement.BEARER})
+    )
+    transport: Transport = Transport.AIOHTTP
+    concurrency: int = 16  # requests in flight at once (and pooled connections)
+    rate_limit: float | None = None  # requests per second over all accounts; None: unlimited
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    verify_tls: bool = True
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.rate_limit is not None and self.rate_limit <= 0:
+            raise ValueError(f"rate limit must be positive, got {self.rate_limit}")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header: delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -1,0 +1,23 @@
+"""Which token authenticates which account on the sync webhooks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from connector.secrets import MASK
+
+
+@dataclass(frozen=True)
+class AccountTokens:
+    """Per-account tokens, with an optional token for every other account."""
+
+    per_account: Mapping[str, str] = field(default_factory=dict)
+    default: str | None = None
+
+    def for_account(self, account_id: str) -> str | None:
+        return self.per_account.get(account_id, self.default)
+
+    def __repr__(self) -> str:  # never print a token
+        accounts = ", ".join(sorted(self.per_account))
+        return f"AccountTokens(per_account=[{accounts}], default={MASK if self.default else None})"

@@ -1,0 +1,285 @@
+"""One sync of one mapping: map → plan → push → record the run → report.
+
+Plain functions with typed arguments and results, no printing: the CLI formats the report for
+a terminal, Dagster turns it into metadata.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from connector.client import ServiceClient
+from connector.contract import Entity
+from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
+from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
+from connector.records import DateWindow, MappedRecords
+from connector.settings import SyncSettings
+from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore
+
+_SAMPLE = 20  # problems listed in a report; the rest are counted
+
+
+class RunStatus:
+    SUCCEEDED = "succeeded"  # every change acknowledged (or nothing to send)
+    INCOMPLETE = "incomplete"  # some changes dead-lettered, failed or pending
+    DRY_RUN = "dry_run"
+
+
+@dataclass
+class SyncReport:
+    """What one sync decided and what the service answered."""
+
+    run_id: str
+    mapping: str
+    started_at: datetime
+    finished_at: datetime
+    plan: Plan
+    push: PushResult
+    snapshot: str
+    quarantine: dict[str, int] = field(default_factory=dict)  # per entity
+    quarantine_sample: list[dict[str, Any]] = field(default_factory=list)  # values masked
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.plan.counts
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        return self.push.outcomes
+
+    @property
+    def requests(self) -> int:
+        return self.push.requests
+
+    @property
+    def status(self) -> str:
+        if self.push.dry_run:
+            return RunStatus.DRY_RUN
+        return RunStatus.SUCCEEDED if self.push.complete else RunStatus.INCOMPLETE
+
+    @property
+    def duration_s(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()
+
+    def to_json_dict(self) -> dict[str, Any]:
+        problems = self.push.problems
+        return {
+            "run_id": self.run_id,
+            "mapping": self.mapping,
+            "status": self.status,
+            "dry_run": self.push.dry_run,
+            "counts": self.counts,
+            "held": self.plan.held,
+            "outcomes": dict(self.outcomes),
+            "requests": self.requests,
+            "duration_s": round(self.duration_s, 3),
+            "push_duration_s": round(self.push.duration_s, 3),
+            "snapshot": self.snapshot,
+            "accounts": self.plan.accounts,
+            "stopped_accounts": {a: str(e) for a, e in sorted(self.push.stopped_accounts.items())},
+            "problems": [
+                {
+                    "entity": p.entity,
+                    "account_id": p.account_id,
+                    "record_id": p.record_id,
+                    "action": p.action,
+                    "outcome": str(p.outcome),
+                    "http_status": p.http_status,
+                    "message": p.message,
+                    "request_ids": list(p.request_ids),
+                    "attempts": p.attempts,
+                }
+                for p in problems[:_SAMPLE]
+            ],
+            "problems_total": len(problems),
+            "disagreements": [
+                {
+                    "entity": d.entity,
+                    "account_id": d.account_id,
+                    "record_id": d.record_id,
+                    "action": d.action,
+                    "detail": d.detail,
+                    "request_id": d.request_id,
+                }
+                for d in self.push.disagreements[:_SAMPLE]
+            ],
+            "disagreements_total": len(self.push.disagreements),
+            "quarantine": self.quarantine,
+            "quarantine_sample": self.quarantine_sample,
+        }
+
+
+def load_batches(
+    mapping_path: str | Path,
+    *,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
+    """Run the mapping engine; return its records and the mapping's reconciliation policy."""
+    from connector.mapping import load_mapping, map_records  # the mapping engine's interface
+
+    mapping = load_mapping(mapping_path)
+    batches = map_records(mapping, entities=entities, window=window)
+    return dict(batches), ReconcilePolicy.from_mapping(mapping)
+
+
+def plan_sync(
+    mapping_path: str | Path,
+    settings: SyncSettings,
+    *,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    today: date | None = None,
+) -> Plan:
+    """Map and diff without sending anything."""
+    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+        return build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+
+
+def run_sync(
+    mapping_path: str | Path,
+    settings: SyncSettings,
+    *,
+    dry_run: bool = False,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    on_progress: ProgressCallback | None = None,
+    today: date | None = None,
+) -> SyncReport:
+    """Map, plan, push and record one run of a mapping file."""
+    started = _now()
+    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    return sync_batches(
+        batches,
+        settings,
+        policy=policy,
+        mapping=str(mapping_path),
+        dry_run=dry_run,
+        window=window,
+        force=force,
+        on_progress=on_progress,
+        started_at=started,
+        today=today,
+    )
+
+
+def sync_batches(
+    batches: Mapping[Entity, MappedRecords],
+    settings: SyncSettings,
+    *,
+    policy: ReconcilePolicy | None = None,
+    mapping: str = "<records>",
+    dry_run: bool = False,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    on_progress: ProgressCallback | None = None,
+    started_at: datetime | None = None,
+    today: date | None = None,
+) -> SyncReport:
+    """Plan and push records that are already mapped (the mapping engine's output, or built)."""
+    started = started_at or _now()
+    run_id = uuid.uuid4().hex
+    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+        plan = build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        client = ServiceClient(settings.client, settings.tokens)
+        result = push_plan(
+            plan, client, snapshot, dry_run=dry_run, options=settings.push, on_progress=on_progress
+        )
+        report = SyncReport(
+            run_id=run_id,
+            mapping=mapping,
+            started_at=started,
+            finished_at=_now(),
+            plan=plan,
+            push=result,
+            snapshot=snapshot.location,
+            quarantine=_quarantine_counts(batches),
+            quarantine_sample=_quarantine_sample(batches),
+        )
+        _record_run(snapshot, report)
+    return report
+
+
+def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
+    plan, push = report.plan, report.push
+    keys = {
+        (str(e), str(a))
+        for e, a in zip(plan.tally["entity"], plan.tally["account_id"], strict=True)
+    }
+    keys |= {
+        (str(e), str(a))
+        for e, a in zip(plan.extracted["entity"], plan.extracted["account_id"], strict=True)
+    }
+    counts: list[RunCounts] = []
+    for entity, account in sorted(keys):
+        extracted = plan.extracted[
+            (plan.extracted["entity"] == entity) & (plan.extracted["account_id"] == account)
+        ]
+        actions = plan.counts_by(Entity(entity), account)
+        outcomes = push.by_account.get((entity, account), {})
+        counts.append(
+            RunCounts(
+                account_id=account,
+                entity=Entity(entity),
+                extracted=int(extracted["extracted"].sum()),
+                quarantined=int(extracted["quarantined"].sum()),
+                **{str(a): actions[str(a)] for a in ACTIONS},
+                held=actions["held"],
+                **{str(o): int(outcomes.get(str(o), 0)) for o in OUTCOMES},
+                requests=int(outcomes.get("requests", 0)),
+            )
+        )
+    snapshot.record_run(
+        RunRecord(
+            run_id=report.run_id,
+            mapping=report.mapping,
+            accounts=tuple(plan.accounts),
+            started_at=report.started_at,
+            finished_at=report.finished_at,
+            dry_run=push.dry_run,
+            requests=push.requests,
+            status=report.status,
+            counts=tuple(counts),
+        )
+    )
+
+
+def _quarantine_counts(batches: Mapping[Entity, MappedRecords]) -> dict[str, int]:
+    return {str(entity): len(batch.quarantine) for entity, batch in batches.items()}
+
+
+def _quarantine_sample(batches: Mapping[Entity, MappedRecords]) -> list[dict[str, Any]]:
+    # The mapping engine already masks sensitive values in the quarantine's ``value`` column.
+    frames = [batch.quarantine.head(_SAMPLE) for batch in batches.values() if len(batch.quarantine)]
+    if not frames:
+        return []
+    sample = pd.concat(frames, ignore_index=True).head(_SAMPLE)
+    return [
+        {key: (None if pd.isna(value) else str(value)) for key, value in row.items()}
+        for row in sample.to_dict(orient="records")
+    ]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+__all__ = [
+    "Outcome",
+    "RunStatus",
+    "SyncReport",
+    "load_batches",
+    "plan_sync",
+    "run_sync",
+    "sync_batches",
+]

@@ -1,0 +1,355 @@
+"""The plan: what one sync will send, decided before anything is sent.
+
+A plan is a value. ``build_plan`` compares the mapped records with the snapshot (one SQL
+query per entity, see :mod:`connector.snapshot`) and returns every change that costs a
+request, in delivery order, with counts of everything else. It can be printed as a table or
+as JSON, and executed by :func:`connector.push.push_plan`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+from typing import Any
+
+import pandas as pd
+
+from connector.canonical import canonical_json, content_hash
+from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
+from connector.records import DateWindow, MappedRecords
+from connector.snapshot import DiffRequest, OnMissing, RecordStatus, SnapshotStore
+
+
+class Action(StrEnum):
+    CREATE = "create"  # id never acknowledged: event create
+    UPDATE = "update"  # acknowledged id whose content changed (or forced): event update
+    SKIP = "skip"  # unchanged, or refused before with the same content: no request
+    DEACTIVATE = "deactivate"  # accommodation gone from a full export: update with INACTIVE
+    CANCEL = "cancel"  # future reservation gone from the export: update with CANCELLED
+
+
+ACTIONS: tuple[Action, ...] = tuple(Action)
+SENDING_ACTIONS: frozenset[Action] = frozenset(set(Action) - {Action.SKIP})
+
+SKIP_REASON_DEAD_LETTERED = "dead_lettered"
+"""A skip whose record the service refused before with the same content (shown as ``held``)."""
+
+_EVENT_OF_ACTION: dict[str, SyncEvent] = {
+    Action.CREATE: SyncEvent.CREATE,
+    Action.UPDATE: SyncEvent.UPDATE,
+    Action.DEACTIVATE: SyncEvent.UPDATE,
+    Action.CANCEL: SyncEvent.UPDATE,
+}
+_STATUS_AFTER_ACTION: dict[str, RecordStatus] = {
+    Action.CREATE: RecordStatus.ACTIVE,
+    Action.UPDATE: RecordStatus.ACTIVE,
+    Action.DEACTIVATE: RecordStatus.DEACTIVATED,
+    Action.CANCEL: RecordStatus.CANCELLED,
+}
+_ENTITY_ORDER: tuple[Entity, ...] = (Entity.ACCOMMODATION, Entity.RESERVATION)
+
+CHANGE_COLUMNS: tuple[str, ...] = (
+    "entity",
+    "account_id",
+    "record_id",
+    "action",
+    "reason",
+    "event",
+    "payload",  # canonical JSON of the resource to send
+    "content_hash",  # what the snapshot records once acknowledged
+    "status_after",  # RecordStatus recorded once acknowledged
+    "checkin",
+    "checkout",
+    "urgency",  # unit | upcoming | past: the delivery class
+)
+
+
+@dataclass(frozen=True)
+class ReconcilePolicy:
+    """What to do with acknowledged records the export no longer contains, per entity."""
+
+    on_missing: Mapping[Entity, OnMissing] = field(
+        default_factory=lambda: {
+            Entity.ACCOMMODATION: OnMissing.DEACTIVATE,
+            Entity.RESERVATION: OnMissing.IGNORE,
+        }
+    )
+    full_export: Mapping[Entity, bool] = field(
+        default_factory=lambda: {Entity.ACCOMMODATION: True, Entity.RESERVATION: True}
+    )
+    # Accounts whose missing records may be reconciled. None: the accounts present in this
+    # run's export, so an account absent from the export is never wiped out by accident.
+    accounts: frozenset[str] | None = None
+
+    def missing_rule(self, entity: Entity) -> OnMissing:
+        if not self.full_export.get(entity, True):
+            return OnMissing.IGNORE
+        return self.on_missing.get(entity, OnMissing.IGNORE)
+
+    @classmethod
+    def from_mapping(cls, mapping: Any) -> ReconcilePolicy:
+        """The policy a mapping declares (``mapping.entities[entity].on_missing/full_export``)."""
+        on_missing: dict[Entity, OnMissing] = {}
+        full_export: dict[Entity, bool] = {}
+        for entity, spec in mapping.entities.items():
+            on_missing[Entity(entity)] = OnMissing(str(getattr(spec, "on_missing", "ignore")))
+            full_export[Entity(entity)] = bool(getattr(spec, "full_export", True))
+        return cls(on_missing=on_missing, full_export=full_export)
+
+
+@dataclass(frozen=True)
+class Force:
+    """Re-send regardless of the content hash."""
+
+    full_resync: bool = False  # every record of the export, dead letters included
+    only_ids: frozenset[str] | None = None  # only these record ids, each re-sent
+
+    @property
+    def active(self) -> bool:
+        return self.full_resync or self.only_ids is not None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every change to send, in delivery order, and the counts of every action."""
+
+    changes: pd.DataFrame  # CHANGE_COLUMNS, one row per request to send
+    tally: pd.DataFrame  # entity, account_id, action, reason, n (skips included)
+    extracted: pd.DataFrame  # entity, account_id, extracted, quarantined
+    window: DateWindow | None = None
+    force: Force = field(default_factory=Force)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        by_action = self.tally.groupby("action")["n"].sum() if len(self.tally) else {}
+        return {str(action): int(by_action.get(str(action), 0)) for action in ACTIONS}
+
+    @property
+    def held(self) -> int:
+        """Records skipped because the service refused the same content before."""
+        if not len(self.tally):
+            return 0
+        mask = self.tally["reason"] == SKIP_REASON_DEAD_LETTERED
+        return int(self.tally.loc[mask, "n"].sum())
+
+    @property
+    def accounts(self) -> list[str]:
+        return sorted(set(self.extracted["account_id"]) | set(self.tally["account_id"]))
+
+    @property
+    def request_count(self) -> int:
+        return len(self.changes)
+
+    def counts_by(self, entity: Entity, account_id: str) -> dict[str, int]:
+        rows = self.tally[
+            (self.tally["entity"] == entity) & (self.tally["account_id"] == account_id)
+        ]
+        counts = {
+            str(action): int(rows.loc[rows["action"] == action, "n"].sum()) for action in ACTIONS
+        }
+        counts["held"] = int(rows.loc[rows["reason"] == SKIP_REASON_DEAD_LETTERED, "n"].sum())
+        return counts
+
+    def to_json_dict(self) -> dict[str, Any]:
+        per_entity = {
+            str(entity): {
+                str(action): int(
+                    self.tally.loc[
+                        (self.tally["entity"] == entity) & (self.tally["action"] == action), "n"
+                    ].sum()
+                )
+                for action in ACTIONS
+            }
+            for entity in _ENTITY_ORDER
+        }
+        return {
+            "counts": self.counts,
+            "held": self.held,
+            "requests": self.request_count,
+            "by_entity": per_entity,
+            "accounts": self.accounts,
+            "window": (
+                {"start": self.window.start.isoformat(), "end": self.window.end.isoformat()}
+                if self.window
+                else None
+            ),
+            "force": {
+                "full_resync": self.force.full_resync,
+                "only_ids": sorted(self.force.only_ids) if self.force.only_ids else None,
+            },
+        }
+
+    def summary_table(self) -> str:
+        """A fixed-width table: one row per entity, one column per action."""
+        header = ["entity", *[str(a) for a in ACTIONS], "held"]
+        rows = [header]
+        for entity in _ENTITY_ORDER:
+            mask = self.tally["entity"] == entity
+            rows.append(
+                [
+                    str(entity),
+                    *[
+                        str(int(self.tally.loc[mask & (self.tally["action"] == a), "n"].sum()))
+                        for a in ACTIONS
+                    ],
+                    str(
+                        int(
+                            self.tally.loc[
+                                mask & (self.tally["reason"] == SKIP_REASON_DEAD_LETTERED), "n"
+                            ].sum()
+                        )
+                    ),
+                ]
+            )
+        rows.append(["total", *[str(self.counts[str(a)]) for a in ACTIONS], str(self.held)])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                for i, cell in enumerate(row)
+            )
+            for row in rows
+        ]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+
+def build_plan(
+    snapshot: SnapshotStore,
+    batches: Mapping[Entity, MappedRecords],
+    *,
+    policy: ReconcilePolicy | None = None,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    today: date | None = None,
+) -> Plan:
+    """Decide create / update / skip / deactivate / cancel for every record of the batches."""
+    policy = policy or ReconcilePolicy()
+    force = force or Force()
+    today = today or date.today()
+    present_accounts: set[str] = set()
+    for batch in batches.values():
+        present_accounts.update(batch.records["account_id"].astype(str))
+    scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
+
+    changes: list[pd.DataFrame] = []
+    tallies: list[pd.DataFrame] = []
+    extracted: list[pd.DataFrame] = []
+    for entity in _ENTITY_ORDER:
+        batch = batches.get(entity)
+        if batch is None:
+            continue
+        result = snapshot.diff(
+            DiffRequest(
+                entity=entity,
+                records=batch.records,
+                scope_accounts=frozenset(scope),
+                on_missing=policy.missing_rule(entity),
+                window=window if entity == Entity.RESERVATION else None,
+                today=today,
+                full_resync=force.full_resync,
+                only_ids=force.only_ids,
+            )
+        )
+        changes.append(_as_changes(entity, result.changes))
+        tallies.append(result.counts.assign(entity=str(entity)))
+        extracted.append(_extracted(entity, batch))
+
+    change_frame = pd.concat(changes, ignore_index=True) if changes else _empty(CHANGE_COLUMNS)
+    tally = (
+        pd.concat(tallies, ignore_index=True)
+        if tallies
+        else _empty(("entity", "account_id", "action", "reason", "n"))
+    )
+    return Plan(
+        changes=delivery_order(change_frame, today),
+        tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]],
+        extracted=(
+            pd.concat(extracted, ignore_index=True)
+            if extracted
+            else _empty(("entity", "account_id", "extracted", "quarantined"))
+        ),
+        window=window,
+        force=force,
+    )
+
+
+def delivery_order(changes: pd.DataFrame, today: date) -> pd.DataFrame:
+    """The order of sending: units first, then stays by urgency.
+
+    Accommodations come before the reservations that reference them. Reservations: upcoming
+    and in-progress stays (check-out today or later) by check-in, soonest first; then past
+    stays, most recent first. The ``urgency`` column names the class. Issue 8 refines this.
+    """
+    if not len(changes):
+        return changes.assign(urgency=pd.Series(dtype="object"))
+    frame = changes.copy()
+    is_unit = frame["entity"] == str(Entity.ACCOMMODATION)
+    checkout = pd.to_datetime(frame["checkout"])
+    checkin = pd.to_datetime(frame["checkin"])
+    upcoming = (~is_unit) & (checkout >= pd.Timestamp(today))
+    frame["urgency"] = "past"
+    frame.loc[upcoming, "urgency"] = "upcoming"
+    frame.loc[is_unit, "urgency"] = "unit"
+    rank = frame["urgency"].map({"unit": 0, "upcoming": 1, "past": 2})
+    # Past stays most recent first: sort on the negated check-in (NaT last).
+    day = (checkin - pd.Timestamp(today)).dt.days.astype("float")
+    key = day.where(frame["urgency"] != "past", -day).fillna(float("inf"))
+    frame = frame.assign(_rank=rank, _key=key)
+    frame = frame.sort_values(["_rank", "_key", "account_id", "record_id"], kind="stable")
+    return frame.drop(columns=["_rank", "_key"]).reset_index(drop=True)
+
+
+def _as_changes(entity: Entity, diff: pd.DataFrame) -> pd.DataFrame:
+    if not len(diff):
+        return _empty(CHANGE_COLUMNS[:-1])
+    frame = diff.copy()
+    frame.insert(0, "entity", str(entity))
+    frame["event"] = frame["action"].map(lambda action: str(_EVENT_OF_ACTION[action]))
+    frame["status_after"] = frame["action"].map(lambda action: str(_STATUS_AFTER_ACTION[action]))
+    reconciled = frame["action"].isin([Action.DEACTIVATE, Action.CANCEL])
+    if reconciled.any():
+        rewritten = [
+            _with_status(payload, action)
+            for payload, action in zip(
+                frame.loc[reconciled, "payload"], frame.loc[reconciled, "action"], strict=True
+            )
+        ]
+        frame.loc[reconciled, "payload"] = [payload for payload, _ in rewritten]
+        frame.loc[reconciled, "content_hash"] = [digest for _, digest in rewritten]
+    return frame.loc[:, list(CHANGE_COLUMNS[:-1])]
+
+
+def _with_status(payload: str, action: str) -> tuple[str, str]:
+    """The last payload sent, with the status that deactivates or cancels it."""
+    resource = json.loads(payload)
+    resource["status"] = (
+        str(AccommodationStatus.INACTIVE) if action == Action.DEACTIVATE else CANCELLED
+    )
+    return canonical_json(resource), content_hash(resource)
+
+
+def _extracted(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
+    records = batch.records["account_id"].astype(str).value_counts()
+    quarantine = (
+        batch.quarantine["account_id"].astype(str).value_counts()
+        if len(batch.quarantine)
+        else pd.Series(dtype="int64")
+    )
+    accounts = sorted(set(records.index) | set(quarantine.index))
+    return pd.DataFrame(
+        {
+            "entity": str(entity),
+            "account_id": accounts,
+            "extracted": [int(records.get(a, 0)) for a in accounts],
+            "quarantined": [int(quarantine.get(a, 0)) for a in accounts],
+        },
+        columns=["entity", "account_id", "extracted", "quarantined"],
+    )
+
+
+def _empty(columns: Iterable[str]) -> pd.DataFrame:
+    return pd.DataFrame({column: pd.Series(dtype="object") for column in columns})

@@ -1,0 +1,384 @@
+"""Executing a plan: send each change once, record what the service said, stop on bad tokens.
+
+Accommodations go first and all of them are answered before any reservation is sent, because
+reservations reference their units. Within a phase, ``concurrency`` workers take changes in
+plan order. Every acknowledgement is committed to the snapshot in small batches (every
+``commit_every`` answers or ``commit_interval`` seconds), so a crash loses at most the
+requests in flight and the last fraction of a second of answers; the next run re-sends them
+as the same idempotent upsert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from connector.client import Delivery, ServiceClient, SyncAttempts
+from connector.contract import Entity, SyncEvent
+from connector.errors import AuthenticationError
+from connector.plan import Plan
+from connector.snapshot import Acknowledgement, RecordStatus, Refusal, SnapshotStore
+
+
+class Outcome(StrEnum):
+    ACKNOWLEDGED = "acknowledged"  # 2xx: recorded in the snapshot
+    DEAD_LETTERED = "dead_lettered"  # 400/403: in the dead-letter table until its content changes
+    FAILED = "failed"  # 401 or an unexpected answer: fix the configuration, then re-run
+    PENDING = "pending"  # not delivered (transient faults, stopped account): the next run sends it
+
+
+OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
+
+ProgressCallback = Callable[[int, int], None]
+"""Called with (changes answered or settled, changes in the plan)."""
+
+
+@dataclass(frozen=True)
+class PushOptions:
+    concurrency: int = 16
+    commit_every: int = 200
+    commit_interval: float = 0.25  # seconds
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.commit_every < 1 or self.commit_interval <= 0:
+            raise ValueError("concurrency, commit_every and commit_interval must be positive")
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """A change that was not acknowledged, with what support needs to trace it."""
+
+    entity: str
+    account_id: str
+    record_id: str
+    action: str
+    outcome: Outcome
+    http_status: int | None
+    message: str  # masked
+    request_ids: tuple[str | None, ...]
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A 2xx whose counts do not say the record was saved as sent."""
+
+    entity: str
+    account_id: str
+    record_id: str
+    action: str
+    detail: str
+    request_id: str | None
+
+
+@dataclass
+class PushResult:
+    dry_run: bool = False
+    outcomes: dict[str, int] = field(default_factory=lambda: {str(o): 0 for o in OUTCOMES})
+    requests: int = 0
+    problems: list[RecordProblem] = field(default_factory=list)
+    disagreements: list[Disagreement] = field(default_factory=list)
+    stopped_accounts: dict[str, AuthenticationError] = field(default_factory=dict)
+    by_account: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Every change of the plan was acknowledged."""
+        return all(self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED)
+
+    def tally(self, entity: str, account_id: str) -> Counter[str]:
+        return self.by_account.setdefault((entity, account_id), Counter())
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "outcomes": dict(self.outcomes),
+            "requests": self.requests,
+            "dry_run": self.dry_run,
+            "duration_s": round(self.duration_s, 3),
+            "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
+            "disagreements": len(self.disagreements),
+        }
+
+
+class _Change(NamedTuple):
+    entity: str
+    account_id: str
+    record_id: str
+    action: str
+    reason: str
+    event: str
+    payload: str
+    content_hash: str
+    status_after: str
+    checkin: Any
+    checkout: Any
+    urgency: str
+
+
+def push_plan(
+    plan: Plan,
+    client: ServiceClient,
+    snapshot: SnapshotStore,
+    *,
+    dry_run: bool = False,
+    options: PushOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> PushResult:
+    """Send the plan's changes and record every answer; returns what happened."""
+    return asyncio.run(
+        push_plan_async(
+            plan, client, snapshot, dry_run=dry_run, options=options, on_progress=on_progress
+        )
+    )
+
+
+async def push_plan_async(
+    plan: Plan,
+    client: ServiceClient,
+    snapshot: SnapshotStore,
+    *,
+    dry_run: bool = False,
+    options: PushOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> PushResult:
+    options = options or PushOptions(concurrency=client.config.concurrency)
+    result = PushResult(dry_run=dry_run)
+    started = time.monotonic()
+    if dry_run or not len(plan.changes):
+        result.duration_s = time.monotonic() - started
+        return result
+    columns = list(_Change._fields)
+    changes = [_Change(*row) for row in plan.changes.loc[:, columns].itertuples(index=False)]
+    progress = _Progress(len(changes), on_progress)
+    recorder = _Recorder(snapshot, options)
+    async with client:
+        flusher = asyncio.create_task(recorder.flush_periodically())
+        try:
+            for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
+                phase = [change for change in changes if change.entity == entity]
+                await _push_phase(phase, client, recorder, result, progress, options)
+        finally:
+            flusher.cancel()
+            recorder.flush()
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+async def _push_phase(
+    phase: list[_Change],
+    client: ServiceClient,
+    recorder: _Recorder,
+    result: PushResult,
+    progress: _Progress,
+    options: PushOptions,
+) -> None:
+    queue: asyncio.Queue[_Change] = asyncio.Queue()
+    for change in phase:
+        queue.put_nowait(change)
+
+    async def worker() -> None:
+        while True:
+            try:
+                change = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if change.account_id in result.stopped_accounts:
+                _settle(result, change, Outcome.PENDING)
+            else:
+                attempts = await client.send_record(
+                    Entity(change.entity),
+                    change.account_id,
+                    SyncEvent(change.event),
+                    change.payload,
+                )
+                _record(change, attempts, recorder, result)
+            progress.advance()
+
+    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(phase)) or 1)))
+
+
+def _record(
+    change: _Change, attempts: SyncAttempts, recorder: _Recorder, result: PushResult
+) -> None:
+    result.requests += attempts.attempts
+    result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
+    now = datetime.now(UTC).replace(tzinfo=None)
+    if attempts.delivery == Delivery.ACKNOWLEDGED:
+        _settle(result, change, Outcome.ACKNOWLEDGED)
+        recorder.acknowledge(
+            Acknowledgement(
+                account_id=change.account_id,
+                entity=Entity(change.entity),
+                record_id=change.record_id,
+                content_hash=change.content_hash,
+                payload=change.payload,
+                checkin=_day(change.checkin),
+                checkout=_day(change.checkout),
+                status=RecordStatus(change.status_after),
+                acknowledged_at=now,
+                request_id=attempts.request_id,
+            )
+        )
+        detail = response_disagreement(change.entity, change.action, change.payload, attempts.body)
+        if detail:
+            result.disagreements.append(
+                Disagreement(
+                    change.entity,
+                    change.account_id,
+                    change.record_id,
+                    change.action,
+                    detail,
+                    attempts.request_id,
+                )
+            )
+        return
+    if attempts.delivery == Delivery.REFUSED:
+        outcome = Outcome.DEAD_LETTERED
+        recorder.refuse(
+            Refusal(
+                account_id=change.account_id,
+                entity=Entity(change.entity),
+                record_id=change.record_id,
+                content_hash=change.content_hash,
+                http_status=attempts.status or 0,
+                message=attempts.message,
+                seen_at=now,
+                request_id=attempts.request_id,
+            )
+        )
+    elif attempts.delivery == Delivery.UNDELIVERED:
+        outcome = Outcome.PENDING
+    else:
+        outcome = Outcome.FAILED
+        if attempts.delivery == Delivery.UNAUTHORIZED:
+            _stop_account(change.account_id, attempts, result)
+    _settle(result, change, outcome)
+    result.problems.append(
+        RecordProblem(
+            entity=change.entity,
+            account_id=change.account_id,
+            record_id=change.record_id,
+            action=change.action,
+            outcome=outcome,
+            http_status=attempts.status,
+            message=attempts.message,
+            request_ids=tuple(attempts.request_ids),
+            attempts=attempts.attempts,
+        )
+    )
+
+
+def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -> None:
+    if account_id in result.stopped_accounts:
+        return
+    reason = attempts.message or "invalid or missing authorization token"
+    result.stopped_accounts[account_id] = AuthenticationError(
+        f"the service refused the credentials of account {account_id!r} ({reason}); its push "
+        f"stopped and its remaining changes stay pending: fix the token "
+        f"(PMS_SYNC_TOKEN or PMS_SYNC_TOKENS_FILE) and run again",
+        status=attempts.status,
+        request_id=attempts.request_id,
+    )
+
+
+def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
+    result.outcomes[str(outcome)] += 1
+    result.tally(change.entity, change.account_id)[str(outcome)] += 1
+
+
+def response_disagreement(
+    entity: str, action: str, payload: str, body: dict[str, Any] | None
+) -> str | None:
+    """Why the service's counts do not match one record saved as sent, or None when they do.
+
+    Every count member is optional in the spec; only the members present are checked.
+    """
+    if not body:
+        return None
+    if entity == Entity.ACCOMMODATION:
+        saved, skipped = body.get("savedProperties"), body.get("skippedProperties")
+        if isinstance(skipped, int) and skipped > 0:
+            return f"service skipped the accommodation (skippedProperties={skipped})"
+        if isinstance(saved, int) and saved != 1:
+            return f"expected savedProperties=1, got {saved}"
+        return None
+    new, updated, skipped = (
+        body.get("newReservations"),
+        body.get("updatedReservations"),
+        body.get("skippedReservations"),
+    )
+    if isinstance(skipped, int) and skipped > 0:
+        return f"service skipped the reservation (skippedReservations={skipped})"
+    if isinstance(new, int) and isinstance(updated, int):
+        if new + updated == 0:
+            return "service reported no new and no updated reservation"
+        if action == "create" and new == 0:
+            return "sent as create, service already knew it (updatedReservations)"
+        if action != "create" and updated == 0:
+            return f"sent as {action}, service did not know it (newReservations)"
+    ids = body.get("reservationIds")
+    if isinstance(ids, list):
+        resource = json.loads(payload)
+        expected = {f"{resource['id']}-{unit['id']}" for unit in resource["unitReservations"]}
+        if set(map(str, ids)) != expected:
+            return f"reservationIds {sorted(map(str, ids))} differ from the sent {sorted(expected)}"
+    return None
+
+
+def _day(value: Any) -> date | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return pd.Timestamp(value).date()
+
+
+class _Progress:
+    def __init__(self, total: int, callback: ProgressCallback | None) -> None:
+        self.total = total
+        self.done = 0
+        self.callback = callback
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+
+class _Recorder:
+    """Buffers answers and commits them to the snapshot in small batches."""
+
+    def __init__(self, snapshot: SnapshotStore, options: PushOptions) -> None:
+        self.snapshot = snapshot
+        self.options = options
+        self._acks: list[Acknowledgement] = []
+        self._refusals: list[Refusal] = []
+
+    def acknowledge(self, ack: Acknowledgement) -> None:
+        self._acks.append(ack)
+        if len(self._acks) >= self.options.commit_every:
+            self.flush()
+
+    def refuse(self, refusal: Refusal) -> None:
+        self._refusals.append(refusal)
+        if len(self._refusals) >= self.options.commit_every:
+            self.flush()
+
+    def flush(self) -> None:
+        acks, self._acks = self._acks, []
+        refusals, self._refusals = self._refusals, []
+        self.snapshot.record_acknowledgements(acks)
+        self.snapshot.record_refusals(refusals)
+
+    async def flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.commit_interval)
+            self.flush()

@@ -1,0 +1,148 @@
+"""Settings of a sync: which service, which tokens, which snapshot, how fast.
+
+Each value comes from an explicit argument (the CLI flag or a Dagster resource), else from an
+environment variable, else from the default:
+
+| setting | variable | default |
+|---|---|---|
+| service base URL | PMS_SYNC_BASE_URL | http://127.0.0.1:8765 (the local sandbox) |
+| one token for every account | PMS_SYNC_TOKEN | none |
+| per-account tokens file (YAML/JSON ``{accountId: token}``) | PMS_SYNC_TOKENS_FILE | none |
+| snapshot file | PMS_SYNC_SNAPSHOT | .pms-sync/snapshot.duckdb |
+| requests in flight | PMS_SYNC_CONCURRENCY | 16 |
+| requests per second | PMS_SYNC_RATE_LIMIT | unlimited |
+| attempts per record (retries + 1) | PMS_SYNC_MAX_ATTEMPTS | 5 |
+| read timeout, seconds | PMS_SYNC_TIMEOUT | 30 |
+| token placement (comma list of x-wishbox-auth-token, bearer, apiToken) | PMS_SYNC_TOKEN_PLACEMENT | x-wishbox-auth-token,bearer |
+| HTTP transport (aiohttp, httpx) | PMS_SYNC_TRANSPORT | aiohttp |
+| TLS verification (0 turns it off) | PMS_SYNC_VERIFY_TLS | 1 |
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from connector.client import (
+    DEFAULT_BASE_URL,
+    AccountTokens,
+    ClientConfig,
+    RetryPolicy,
+    TokenPlacement,
+    Transport,
+)
+from connector.errors import ConfigError
+from connector.push import PushOptions
+
+DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    client: ClientConfig = field(default_factory=ClientConfig)
+    tokens: AccountTokens = field(default_factory=AccountTokens)
+    snapshot_path: Path = DEFAULT_SNAPSHOT
+    push: PushOptions = field(default_factory=PushOptions)
+    lock_timeout: float = 0.0  # seconds to wait for another process's snapshot lock
+
+
+def load_settings(
+    *,
+    base_url: str | None = None,
+    snapshot: str | Path | None = None,
+    token: str | None = None,
+    tokens_file: str | Path | None = None,
+    concurrency: int | None = None,
+    rate_limit: float | None = None,
+    max_attempts: int | None = None,
+    transport: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SyncSettings:
+    """Settings from explicit values, then environment variables, then defaults."""
+    env = os.environ if env is None else env
+    concurrency = concurrency or _int(env, "PMS_SYNC_CONCURRENCY", 16)
+    retry = replace(
+        RetryPolicy(), max_attempts=max_attempts or _int(env, "PMS_SYNC_MAX_ATTEMPTS", 5)
+    )
+    try:
+        client = ClientConfig(
+            base_url=(base_url or env.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"),
+            token_placement=_placement(env.get("PMS_SYNC_TOKEN_PLACEMENT")),
+            transport=Transport(transport or env.get("PMS_SYNC_TRANSPORT") or Transport.AIOHTTP),
+            concurrency=concurrency,
+            rate_limit=rate_limit or _float(env, "PMS_SYNC_RATE_LIMIT", None),
+            read_timeout=_float(env, "PMS_SYNC_TIMEOUT", 30.0) or 30.0,
+            retry=retry,
+            verify_tls=env.get("PMS_SYNC_VERIFY_TLS", "1").strip().lower()
+            not in ("0", "false", "no"),
+        )
+    except ValueError as error:
+        raise ConfigError(f"invalid service setting: {error}") from error
+    tokens_path = tokens_file or env.get("PMS_SYNC_TOKENS_FILE")
+    tokens = AccountTokens(
+        per_account=load_tokens_file(Path(tokens_path)) if tokens_path else {},
+        default=token or env.get("PMS_SYNC_TOKEN") or None,
+    )
+    return SyncSettings(
+        client=client,
+        tokens=tokens,
+        snapshot_path=Path(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT),
+        push=PushOptions(concurrency=concurrency),
+    )
+
+
+def load_tokens_file(path: Path) -> dict[str, str]:
+    """A YAML or JSON object ``{accountId: token}``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the tokens file {path}: {error.strerror}") from error
+    try:
+        content = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as error:
+        # The parser's message may quote a token: name the file and the position only.
+        where = getattr(error, "problem_mark", None) or getattr(error, "lineno", "?")
+        raise ConfigError(f"the tokens file {path} is not valid YAML/JSON (near {where})") from None
+    if not isinstance(content, dict) or not all(
+        isinstance(value, str | int) and not isinstance(value, bool) for value in content.values()
+    ):
+        raise ConfigError(
+            f"the tokens file {path} must be an object of account id to token string, "
+            f"e.g. {{acc-1: <token>}}"
+        )
+    return {str(account): str(value) for account, value in content.items()}
+
+
+def _placement(value: str | None) -> frozenset[TokenPlacement]:
+    if not value:
+        return ClientConfig().token_placement
+    try:
+        return frozenset(TokenPlacement(part.strip()) for part in value.split(",") if part.strip())
+    except ValueError as error:
+        choices = ", ".join(p.value for p in TokenPlacement)
+        raise ConfigError(f"PMS_SYNC_TOKEN_PLACEMENT: {error}; choose from {choices}") from error
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _float(env: Mapping[str, str], name: str, default: float | None) -> float | None:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None

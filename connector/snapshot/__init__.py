@@ -1,0 +1,55 @@
+"""The snapshot store: what the service acknowledged, what it refused, and the run history.
+
+``Snapshot.open(path)`` opens the default DuckDB backend; every backend offers
+:class:`SnapshotStore`, which is what the plan and the push depend on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from connector.snapshot._duckdb import DuckDBSnapshot
+from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
+from connector.snapshot._model import (
+    Acknowledgement,
+    DiffRequest,
+    DiffResult,
+    OnMissing,
+    RecordStatus,
+    Refusal,
+    RunCounts,
+    RunRecord,
+)
+from connector.snapshot._store import SnapshotStore
+
+
+class Snapshot:
+    """Entry point: ``with Snapshot.open(path) as snapshot: ...``."""
+
+    @staticmethod
+    @contextmanager
+    def open(location: str | Path, *, lock_timeout: float = 0.0) -> Iterator[SnapshotStore]:
+        # A PostgreSQL backend will be chosen here by a postgresql:// location.
+        with DuckDBSnapshot.open(location, lock_timeout=lock_timeout) as store:
+            yield store
+
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "Acknowledgement",
+    "DiffRequest",
+    "DiffResult",
+    "DuckDBSnapshot",
+    "Migration",
+    "OnMissing",
+    "RecordStatus",
+    "Refusal",
+    "RunCounts",
+    "RunRecord",
+    "Snapshot",
+    "SnapshotStore",
+    "migrate",
+]

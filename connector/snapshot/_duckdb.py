@@ -1,0 +1,318 @@
+"""The DuckDB snapshot backend: one file per deployment, one writing process at a time.
+
+Locking: DuckDB itself lets one process open a file read-write. The store opens its
+connection for the whole run (a run reads the diff and then writes acknowledgements
+continuously, so opening per write would only add races) and turns DuckDB's lock conflict
+into :class:`SnapshotLockedError` naming the file. ``lock_timeout`` waits for the other
+process to finish instead of failing at once. Dagster serialises runs on one file too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from connector.contract import CANCELLED, AccommodationStatus, Entity
+from connector.errors import SnapshotError, SnapshotLockedError
+from connector.records import RECORD_COLUMNS, empty_records
+from connector.snapshot._migrations import migrate
+from connector.snapshot._model import (
+    Acknowledgement,
+    DiffRequest,
+    DiffResult,
+    RecordStatus,
+    Refusal,
+    RunRecord,
+)
+
+_LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
+
+# One statement: incoming records full-outer-joined with what the service acknowledged and
+# what it refused. Each row gets its action; rows without one (missing and left alone) drop.
+_DIFF_SQL = """
+CREATE OR REPLACE TEMP TABLE diff_result AS
+WITH incoming AS (
+    SELECT account_id, record_id, payload, content_hash,
+           CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout
+    FROM incoming_frame
+    WHERE $only_ids_all OR list_contains($only_ids, record_id)
+),
+known AS (
+    SELECT * FROM acknowledged WHERE entity = $entity
+),
+refused AS (
+    SELECT account_id, record_id, content_hash FROM dead_letters WHERE entity = $entity
+),
+joined AS (
+    SELECT
+        i.record_id IS NOT NULL AS present,
+        coalesce(i.account_id, k.account_id) AS account_id,
+        coalesce(i.record_id, k.record_id) AS record_id,
+        i.payload AS new_payload, i.content_hash AS new_hash,
+        coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
+        k.record_id IS NOT NULL AS known, k.content_hash AS old_hash, k.payload AS old_payload,
+        k.status AS old_status, json_extract_string(k.payload, '$.status') AS old_sent_status,
+        r.content_hash AS refused_hash,
+        $full_resync OR NOT $only_ids_all AS forced
+    FROM incoming AS i
+    FULL OUTER JOIN known AS k USING (account_id, record_id)
+    LEFT JOIN refused AS r
+        ON r.account_id = coalesce(i.account_id, k.account_id)
+       AND r.record_id = coalesce(i.record_id, k.record_id)
+),
+decided AS (
+    SELECT *,
+        CASE
+            WHEN present AND refused_hash = new_hash AND NOT forced THEN 'skip'
+            WHEN present AND NOT known THEN 'create'
+            WHEN present AND (old_hash <> new_hash OR forced) THEN 'update'
+            WHEN present THEN 'skip'
+            WHEN NOT $only_ids_all OR NOT list_contains($scope_accounts, account_id) THEN NULL
+            WHEN $on_missing = 'deactivate'
+                 AND old_status <> 'deactivated'
+                 AND coalesce(old_sent_status, '') <> $inactive THEN 'deactivate'
+            WHEN $on_missing = 'cancel_future'
+                 AND checkin >= $today
+                 AND ($window_start IS NULL OR (checkin >= $window_start AND checkin < $window_end))
+                 AND old_status <> 'cancelled'
+                 AND coalesce(old_sent_status, '') <> $cancelled THEN 'cancel'
+            ELSE NULL
+        END AS action,
+        CASE
+            WHEN present AND refused_hash = new_hash AND NOT forced THEN 'dead_lettered'
+            WHEN present AND NOT known THEN 'new'
+            WHEN present AND old_hash <> new_hash THEN 'changed'
+            WHEN present AND forced THEN 'forced'
+            WHEN present THEN 'unchanged'
+            ELSE 'missing_from_export'
+        END AS reason
+    FROM joined
+)
+SELECT account_id, record_id, action, reason,
+       CASE WHEN present THEN new_payload ELSE old_payload END AS payload,
+       CASE WHEN present THEN new_hash ELSE old_hash END AS content_hash,
+       checkin, checkout
+FROM decided
+WHERE action IS NOT NULL
+"""
+
+
+class DuckDBSnapshot:
+    """A snapshot held in one DuckDB file."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, location: str) -> None:
+        self._connection = connection
+        self.location = location
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: str | Path, *, lock_timeout: float = 0.0) -> Iterator[DuckDBSnapshot]:
+        """Open (creating parents and the file if needed) and migrate to the latest schema."""
+        file = Path(path).expanduser()
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise SnapshotError(
+                f"cannot create the snapshot folder {file.parent}: {error}"
+            ) from error
+        connection = _connect(file, lock_timeout)
+        try:
+            try:
+                migrate(connection)
+            except duckdb.Error as error:
+                raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
+            yield cls(connection, str(file))
+        finally:
+            connection.close()
+
+    # -- diff -----------------------------------------------------------------------------
+
+    def diff(self, request: DiffRequest) -> DiffResult:
+        frame = request.records if len(request.records) else empty_records()
+        frame = frame.loc[:, list(RECORD_COLUMNS)]
+        window = request.window
+        params = {
+            "entity": str(request.entity),
+            "full_resync": request.full_resync,
+            "only_ids_all": request.only_ids is None,
+            "only_ids": sorted(request.only_ids or ()),
+            "scope_accounts": sorted(request.scope_accounts),
+            "on_missing": str(request.on_missing),
+            "today": request.today,
+            "window_start": window.start if window else None,
+            "window_end": window.end if window else None,
+            "inactive": str(AccommodationStatus.INACTIVE),
+            "cancelled": CANCELLED,
+        }
+        cursor = self._connection.cursor()
+        try:
+            cursor.register("incoming_frame", frame)
+            cursor.execute(_DIFF_SQL, params)
+            counts = cursor.execute(
+                "SELECT account_id, action, reason, count(*) AS n FROM diff_result "
+                "GROUP BY ALL ORDER BY ALL"
+            ).df()
+            changes = cursor.execute(
+                "SELECT * FROM diff_result WHERE action <> 'skip' ORDER BY account_id, record_id"
+            ).df()
+            cursor.execute("DROP TABLE diff_result")
+        finally:
+            cursor.close()
+        return DiffResult(changes=changes, counts=counts)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
+        if not acknowledgements:
+            return
+        frame = pd.DataFrame([asdict(ack) for ack in acknowledgements])
+        frame["entity"] = frame["entity"].astype(str)
+        frame["status"] = frame["status"].astype(str)
+        with self._transaction() as cursor:
+            cursor.register("ack_frame", frame)
+            cursor.execute(
+                """
+                INSERT INTO acknowledged
+                SELECT account_id, entity, record_id, content_hash, payload,
+                       CAST(checkin AS DATE), CAST(checkout AS DATE), status,
+                       CAST(acknowledged_at AS TIMESTAMP), request_id
+                FROM ack_frame
+                ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
+                    content_hash = excluded.content_hash, payload = excluded.payload,
+                    checkin = excluded.checkin, checkout = excluded.checkout,
+                    status = excluded.status, acknowledged_at = excluded.acknowledged_at,
+                    request_id = excluded.request_id
+                """
+            )
+            cursor.execute(
+                """
+                DELETE FROM dead_letters AS d USING ack_frame AS a
+                WHERE d.account_id = a.account_id AND d.entity = a.entity
+                  AND d.record_id = a.record_id
+                """
+            )
+
+    def record_refusals(self, refusals: Sequence[Refusal]) -> None:
+        if not refusals:
+            return
+        frame = pd.DataFrame([asdict(refusal) for refusal in refusals])
+        frame["entity"] = frame["entity"].astype(str)
+        with self._transaction() as cursor:
+            cursor.register("refusal_frame", frame)
+            cursor.execute(
+                """
+                INSERT INTO dead_letters
+                SELECT account_id, entity, record_id, content_hash, http_status, message, 1,
+                       CAST(seen_at AS TIMESTAMP), CAST(seen_at AS TIMESTAMP), request_id
+                FROM refusal_frame
+                ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
+                    content_hash = excluded.content_hash, http_status = excluded.http_status,
+                    message = excluded.message, attempts = dead_letters.attempts + 1,
+                    last_seen = excluded.last_seen, request_id = excluded.request_id
+                """
+            )
+
+    def record_run(self, run: RunRecord) -> None:
+        with self._transaction() as cursor:
+            cursor.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    run.run_id,
+                    run.mapping,
+                    ",".join(run.accounts),
+                    run.started_at,
+                    run.finished_at,
+                    run.duration_s,
+                    run.dry_run,
+                    run.requests,
+                    run.status,
+                ],
+            )
+            if run.counts:
+                frame = pd.DataFrame([asdict(counts) for counts in run.counts])
+                frame["entity"] = frame["entity"].astype(str)
+                frame.insert(0, "run_id", run.run_id)
+                cursor.register("counts_frame", frame)
+                cursor.execute("INSERT OR REPLACE INTO run_counts SELECT * FROM counts_frame")
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def acknowledged(self, entity: Entity | None = None) -> pd.DataFrame:
+        if entity is None:
+            return self._query("SELECT * FROM acknowledged ORDER BY ALL")
+        return self._query(
+            "SELECT * FROM acknowledged WHERE entity = ? ORDER BY ALL", [str(entity)]
+        )
+
+    def dead_letters(self) -> pd.DataFrame:
+        return self._query("SELECT * FROM dead_letters ORDER BY account_id, entity, record_id")
+
+    def runs(self) -> pd.DataFrame:
+        return self._query("SELECT * FROM runs ORDER BY started_at")
+
+    def run_counts(self, run_id: str | None = None) -> pd.DataFrame:
+        if run_id is None:
+            return self._query("SELECT * FROM run_counts ORDER BY ALL")
+        return self._query("SELECT * FROM run_counts WHERE run_id = ? ORDER BY ALL", [run_id])
+
+    def status_of(self, account_id: str, entity: Entity, record_id: str) -> RecordStatus | None:
+        row = (
+            self._connection.cursor()
+            .execute(
+                "SELECT status FROM acknowledged WHERE account_id = ? AND entity = ? "
+                "AND record_id = ?",
+                [account_id, str(entity), record_id],
+            )
+            .fetchone()
+        )
+        return RecordStatus(row[0]) if row else None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: list[object] | None = None) -> pd.DataFrame:
+        cursor = self._connection.cursor()
+        try:
+            return cursor.execute(sql, params or []).df()
+        finally:
+            cursor.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cursor = self._connection.cursor()
+        cursor.execute("BEGIN TRANSACTION")
+        try:
+            yield cursor
+            cursor.execute("COMMIT")
+        except duckdb.Error as error:
+            cursor.execute("ROLLBACK")
+            raise SnapshotError(f"cannot write the snapshot {self.location}: {error}") from error
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        finally:
+            cursor.close()
+
+
+def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + lock_timeout
+    while True:
+        try:
+            return duckdb.connect(str(file))
+        except duckdb.IOException as error:
+            if not any(marker in str(error) for marker in _LOCK_MARKERS):
+                raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
+            if time.monotonic() >= deadline:
+                raise SnapshotLockedError(
+                    f"the snapshot {file} is in use by another pms-sync process "
+                    f"(DuckDB allows one writer per file); wait for that run to finish, "
+                    f"or point --snapshot/PMS_SYNC_SNAPSHOT at another file"
+                ) from error
+            time.sleep(0.2)
+        except duckdb.Error as error:
+            raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error

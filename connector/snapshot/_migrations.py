@@ -1,0 +1,142 @@
+"""The snapshot schema as an ordered list of migration steps.
+
+A snapshot file records which steps it has seen in ``schema_migrations``; opening a file
+applies the missing steps in order, so a file written by an older pms-sync opens after an
+upgrade. Steps are append-only: never edit a released step, add a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "acknowledged records and dead letters",
+        (
+            """
+            CREATE TABLE acknowledged (
+                account_id      VARCHAR NOT NULL,
+                entity          VARCHAR NOT NULL,
+                record_id       VARCHAR NOT NULL,
+                content_hash    VARCHAR NOT NULL,
+                payload         VARCHAR NOT NULL,   -- canonical JSON of the resource last sent
+                checkin         DATE,               -- reservations: window and future-cancel policy
+                checkout        DATE,
+                status          VARCHAR NOT NULL,   -- active | deactivated | cancelled
+                acknowledged_at TIMESTAMP NOT NULL,
+                request_id      VARCHAR,
+                PRIMARY KEY (account_id, entity, record_id)
+            )
+            """,
+            """
+            CREATE TABLE dead_letters (
+                account_id   VARCHAR NOT NULL,
+                entity       VARCHAR NOT NULL,
+                record_id    VARCHAR NOT NULL,
+                content_hash VARCHAR NOT NULL,     -- the content the service refused
+                http_status  INTEGER NOT NULL,
+                message      VARCHAR NOT NULL,     -- the service's message, secrets masked
+                attempts     INTEGER NOT NULL,     -- runs in which this record was refused
+                first_seen   TIMESTAMP NOT NULL,
+                last_seen    TIMESTAMP NOT NULL,
+                request_id   VARCHAR,
+                PRIMARY KEY (account_id, entity, record_id)
+            )
+            """,
+        ),
+    ),
+    Migration(
+        2,
+        "run history",
+        (
+            """
+            CREATE TABLE runs (
+                run_id      VARCHAR PRIMARY KEY,
+                mapping     VARCHAR NOT NULL,
+                accounts    VARCHAR NOT NULL,      -- comma-separated account ids of the run
+                started_at  TIMESTAMP NOT NULL,
+                finished_at TIMESTAMP NOT NULL,
+                duration_s  DOUBLE NOT NULL,
+                dry_run     BOOLEAN NOT NULL,
+                requests    INTEGER NOT NULL,
+                status      VARCHAR NOT NULL       -- succeeded | incomplete | failed
+            )
+            """,
+            """
+            CREATE TABLE run_counts (
+                run_id        VARCHAR NOT NULL,
+                account_id    VARCHAR NOT NULL,
+                entity        VARCHAR NOT NULL,
+                extracted     INTEGER NOT NULL,
+                quarantined   INTEGER NOT NULL,
+                "create"      INTEGER NOT NULL,
+                "update"      INTEGER NOT NULL,
+                skip          INTEGER NOT NULL,
+                held          INTEGER NOT NULL,
+                deactivate    INTEGER NOT NULL,
+                cancel        INTEGER NOT NULL,
+                acknowledged  INTEGER NOT NULL,
+                dead_lettered INTEGER NOT NULL,
+                failed        INTEGER NOT NULL,
+                pending       INTEGER NOT NULL,
+                requests      INTEGER NOT NULL,
+                PRIMARY KEY (run_id, account_id, entity)
+            )
+            """,
+        ),
+    ),
+)
+
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(connection: duckdb.DuckDBPyConnection) -> int:
+    connection.execute(
+        """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version     INTEGER PRIMARY KEY,
+            description VARCHAR NOT NULL,
+            applied_at  TIMESTAMP NOT NULL
+        )
+        """
+    )
+    row = connection.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(
+    connection: duckdb.DuckDBPyConnection,
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+) -> list[int]:
+    """Apply the steps the file has not seen, each in its own transaction; return their versions."""
+    version = current_version(connection)
+    applied: list[int] = []
+    for step in migrations:
+        if step.version <= version:
+            continue
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            for statement in step.statements:
+                connection.execute(statement)
+            connection.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                [step.version, step.description, datetime.now(UTC).replace(tzinfo=None)],
+            )
+            connection.execute("COMMIT")
+        except Exception:
+            connection.execute("ROLLBACK")
+            raise
+        applied.append(step.version)
+    return applied

@@ -1,0 +1,118 @@
+"""Values the snapshot store reads and writes, shared by every backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import StrEnum
+
+import pandas as pd
+
+from connector.contract import Entity
+from connector.records import DateWindow
+
+
+class RecordStatus(StrEnum):
+    """What the connector last told the service about a record."""
+
+    ACTIVE = "active"  # sent as the source had it
+    DEACTIVATED = "deactivated"  # accommodation gone from a full export, sent INACTIVE
+    CANCELLED = "cancelled"  # future reservation gone from the export, sent CANCELLED
+
+
+class OnMissing(StrEnum):
+    """What to do with an acknowledged record that the export no longer contains."""
+
+    IGNORE = "ignore"
+    DEACTIVATE = "deactivate"  # accommodations
+    CANCEL_FUTURE = "cancel_future"  # reservations whose check-in is today or later
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    """One entity's incoming records and the rules to compare them with the snapshot."""
+
+    entity: Entity
+    records: pd.DataFrame  # columns of connector.records.RECORD_COLUMNS
+    scope_accounts: frozenset[str]  # accounts whose missing records may be reconciled
+    on_missing: OnMissing = OnMissing.IGNORE
+    window: DateWindow | None = None  # limits reconciliation of reservations to check-ins in it
+    today: date = field(default_factory=date.today)
+    full_resync: bool = False
+    only_ids: frozenset[str] | None = None  # when set: only these ids, each re-sent
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The actions that cost a request, and the per-account counts of every action."""
+
+    changes: (
+        pd.DataFrame
+    )  # account_id, record_id, action, reason, payload, content_hash, checkin, checkout
+    counts: pd.DataFrame  # account_id, action, reason, n
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """The service accepted a record (2xx)."""
+
+    account_id: str
+    entity: Entity
+    record_id: str
+    content_hash: str
+    payload: str
+    checkin: date | None
+    checkout: date | None
+    status: RecordStatus
+    acknowledged_at: datetime
+    request_id: str | None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The service refused a record for its content or permissions (400/403)."""
+
+    account_id: str
+    entity: Entity
+    record_id: str
+    content_hash: str
+    http_status: int
+    message: str  # already masked
+    seen_at: datetime
+    request_id: str | None
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    account_id: str
+    entity: Entity
+    extracted: int = 0
+    quarantined: int = 0
+    create: int = 0
+    update: int = 0
+    skip: int = 0
+    held: int = 0
+    deactivate: int = 0
+    cancel: int = 0
+    acknowledged: int = 0
+    dead_lettered: int = 0
+    failed: int = 0
+    pending: int = 0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    mapping: str
+    accounts: tuple[str, ...]
+    started_at: datetime
+    finished_at: datetime
+    dry_run: bool
+    requests: int
+    status: str  # succeeded | incomplete | failed
+    counts: tuple[RunCounts, ...] = ()
+
+    @property
+    def duration_s(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()

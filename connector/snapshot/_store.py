@@ -1,0 +1,45 @@
+"""The interface every snapshot backend offers (DuckDB today, PostgreSQL later)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import pandas as pd
+
+from connector.contract import Entity
+from connector.snapshot._model import (
+    Acknowledgement,
+    DiffRequest,
+    DiffResult,
+    Refusal,
+    RunRecord,
+)
+
+
+class SnapshotStore(Protocol):
+    """What the service has acknowledged, what it refused, and the history of runs."""
+
+    location: str
+
+    def diff(self, request: DiffRequest) -> DiffResult:
+        """Compare incoming records with the snapshot in one set-based query."""
+        ...
+
+    def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
+        """Commit acknowledged records (and clear their dead letters) in one transaction."""
+        ...
+
+    def record_refusals(self, refusals: Sequence[Refusal]) -> None:
+        """Commit dead letters in one transaction; a repeated refusal counts one more attempt."""
+        ...
+
+    def record_run(self, run: RunRecord) -> None: ...
+
+    def acknowledged(self, entity: Entity | None = None) -> pd.DataFrame: ...
+
+    def dead_letters(self) -> pd.DataFrame: ...
+
+    def runs(self) -> pd.DataFrame: ...
+
+    def run_counts(self, run_id: str | None = None) -> pd.DataFrame: ...
