@@ -1,0 +1,106 @@
+"""The layer around every request: a fresh x-request-id on every response, the request
+statistics, and the injected faults (never on the admin API under /_sandbox/).
+
+A plain ASGI wrapper rather than Starlette middleware: it also wraps Starlette's own 500
+handler (so even a crash answers with an x-request-id) and costs almost nothing per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from starlette.routing import Match, Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from connector.sandbox.faults import Fault, FaultKind
+from connector.sandbox.responses import error_for_path
+from connector.sandbox.state import SandboxState
+
+ADMIN_PREFIX = "/_sandbox/"
+CLIENT_CLOSED_REQUEST = 499
+"""Counted when a client gave up on a hung (timeout fault) request: nginx's convention."""
+
+
+class SandboxMiddleware:
+    def __init__(self, app: ASGIApp, router: Router, state: SandboxState) -> None:
+        self.app = app
+        self.router = router
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex.encode()
+        status = 0
+
+        async def send_with_request_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
+            await send(message)
+
+        path: str = scope["path"]
+        if path.startswith(ADMIN_PREFIX):
+            await self.app(scope, receive, send_with_request_id)
+            return
+        try:
+            decision = self.state.faults.decide()
+            if decision.latency_s:
+                await asyncio.sleep(decision.latency_s)
+            if decision.fault is None:
+                await self.app(scope, receive, send_with_request_id)
+            else:
+                status = await self._inject(decision.fault, scope, receive, send_with_request_id)
+        finally:
+            self.state.stats.count(self._endpoint(scope), status or CLIENT_CLOSED_REQUEST)
+
+    def _endpoint(self, scope: Scope) -> str:
+        route: Any = scope.get("route")
+        if route is None:
+            # An injected fault answers before routing: find the template the request matches.
+            route = next(
+                (r for r in self.router.routes if r.matches(scope)[0] is not Match.NONE), None
+            )
+        template = getattr(route, "path", None) or "(unknown path)"
+        return f"{scope['method']} {template}"
+
+    async def _inject(self, fault: Fault, scope: Scope, receive: Receive, send: Send) -> int:
+        path = scope["path"]
+        if fault.kind is FaultKind.TIMEOUT:
+            timeout_s = self.state.faults.settings.timeout_s
+            if await _client_gave_up(receive, timeout_s):
+                return CLIENT_CLOSED_REQUEST
+            response = error_for_path(
+                path, 504, f"Gateway timeout: no answer within {timeout_s:g} s (sandbox fault)"
+            )
+        elif fault.kind is FaultKind.RATE_LIMIT:
+            response = error_for_path(
+                path,
+                429,
+                f"Too many requests: retry after {fault.retry_after_s} s (sandbox fault)",
+                headers={"Retry-After": str(fault.retry_after_s)},
+            )
+        else:
+            response = error_for_path(
+                path, fault.status, f"Internal server error (sandbox fault, HTTP {fault.status})"
+            )
+        await response(scope, receive, send)
+        return fault.status
+
+
+async def _client_gave_up(receive: Receive, timeout_s: float) -> bool:
+    """Hang like a stuck server until the client disconnects (True) or ``timeout_s`` passes."""
+
+    async def wait_for_disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    try:
+        await asyncio.wait_for(wait_for_disconnect(), timeout_s)
+    except TimeoutError:
+        return False
+    return True

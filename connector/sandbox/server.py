@@ -1,0 +1,128 @@
+"""Serving the sandbox with uvicorn: on a socket bound here (so port 0 yields a known free
+port), in the foreground (CLI) or in a background thread (tests).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from connector.errors import PmsSyncError
+from connector.sandbox.app import create_app
+from connector.sandbox.config import SandboxConfig
+from connector.secrets import MASK
+
+GRACEFUL_SHUTDOWN_S = 2
+"""A request hung by a timeout fault must not keep a stopping server alive for long."""
+
+
+class SandboxStartError(PmsSyncError):
+    """The sandbox could not bind its port or did not start."""
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise SandboxStartError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def build_server(
+    config: SandboxConfig, data_path: Path, *, access_log: bool, log_level: str = "warning"
+) -> uvicorn.Server:
+    app = create_app(config, data_path)
+    return uvicorn.Server(
+        uvicorn.Config(
+            app,
+            access_log=access_log,
+            log_level=log_level,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            lifespan="on",
+        )
+    )
+
+
+def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str:
+    """What the sandbox prints at start. Configured secrets are masked; the demo's are public."""
+
+    def shown(secret: str) -> str:
+        return secret if config.is_demo else MASK
+
+    lines = [f"pms-sync sandbox listening on {base_url}", f"data: {data_path.resolve()}"]
+    for account in config.accounts:
+        tokens = ", ".join(shown(token) for token in account.sync_tokens) or "(none)"
+        lines.append(
+            f"account {account.id!r} ({account.name}, externalId {account.externalId!r}): "
+            f"sync token {tokens}"
+        )
+    for client in config.clients:
+        lines.append(
+            f"Open API client {client.client_id!r} / secret {shown(client.client_secret)}: "
+            f"accounts {', '.join(client.accounts)}"
+        )
+    if config.faults.is_active:
+        lines.append(f"faults: {config.faults.model_dump(exclude_defaults=True)}")
+    if config.rate_limits:
+        lines.append(f"rate limits on {len(config.rate_limits)} token(s)/client(s)")
+    return "\n".join(lines)
+
+
+def serve_forever(
+    config: SandboxConfig,
+    data_path: Path,
+    *,
+    host: str,
+    port: int,
+    access_log: bool,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Run the sandbox in the foreground until interrupted (Ctrl-C or SIGTERM)."""
+    sock = bind_socket(host, port)
+    server = build_server(config, data_path, access_log=access_log, log_level="info")
+    announce(startup_banner(config, base_url_of(sock), data_path))
+    server.run(sockets=[sock])
+
+
+class BackgroundServer:
+    """A sandbox served by uvicorn in a daemon thread of this process."""
+
+    def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
+        self._sock = bind_socket(host, port)
+        self.base_url = base_url_of(self._sock)
+        self._server = build_server(config, data_path, access_log=False)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self._thread.start()
+        stopped = threading.Event()
+        for _ in range(int(timeout_s / 0.01)):
+            if self._server.started or not self._thread.is_alive():
+                break
+            stopped.wait(0.01)
+        if not self._server.started:
+            self.stop()
+            raise SandboxStartError(f"the sandbox did not start within {timeout_s} s")
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        self._sock.close()

@@ -1,0 +1,38 @@
+"""What every handler of one sandbox server shares: its config, store, faults, limits and stats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from connector.sandbox.config import SandboxConfig
+from connector.sandbox.faults import FaultInjector
+from connector.sandbox.rate_limits import RateLimiter
+from connector.sandbox.stats import RequestStats
+from connector.sandbox.store import SandboxStore
+
+
+@dataclass
+class SandboxState:
+    config: SandboxConfig
+    store: SandboxStore
+    faults: FaultInjector
+    rate_limiter: RateLimiter
+    stats: RequestStats = field(default_factory=RequestStats)
+    sync_token_accounts: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, config: SandboxConfig, store: SandboxStore) -> SandboxState:
+        return cls(
+            config=config,
+            store=store,
+            faults=FaultInjector(config.faults),
+            rate_limiter=RateLimiter(config.rate_limits),
+            sync_token_accounts=config.accounts_of_sync_token(),
+        )
+
+    def reset(self) -> None:
+        """Back to the state right after start, minus the records: accounts and tokens stay."""
+        self.store.clear()
+        self.stats.reset()
+        self.faults.configure(self.config.faults)
+        self.rate_limiter.reset()

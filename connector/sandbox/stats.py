@@ -1,0 +1,34 @@
+"""Counts of requests received, per endpoint (method and path template) and status."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any
+
+
+class RequestStats:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: defaultdict[str, defaultdict[str, int]] = defaultdict(
+            lambda: defaultdict(int)
+        )
+
+    def count(self, endpoint: str, status: int) -> None:
+        with self._lock:
+            self._counts[endpoint][str(status)] += 1
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+    def as_json(self) -> dict[str, Any]:
+        with self._lock:
+            requests = {
+                endpoint: dict(sorted(by_status.items()))
+                for endpoint, by_status in sorted(self._counts.items())
+            }
+        return {
+            "requests": requests,
+            "total": sum(sum(by_status.values()) for by_status in requests.values()),
+        }

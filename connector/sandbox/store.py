@@ -1,0 +1,364 @@
+"""The sandbox's persistence: one SQLite file (WAL) holding stored records, issued access tokens
+and outgoing-webhook configurations, so that all of them survive a restart.
+
+One connection serves every request, guarded by a lock: the requests of one server are handled
+on one event loop and each does at most one short transaction, so a pool would only add cost.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from connector.canonical import canonical_json
+from connector.errors import PmsSyncError
+
+DATABASE_FILE = "sandbox.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    account_id TEXT NOT NULL,
+    entity TEXT NOT NULL,
+    id TEXT NOT NULL,
+    service_id TEXT NOT NULL UNIQUE,
+    payload TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    writes INTEGER NOT NULL,
+    last_event TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (account_id, entity, id)
+);
+CREATE TABLE IF NOT EXISTS access_tokens (
+    token TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    account_ids TEXT NOT NULL,
+    account_level INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhooks (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    config TEXT NOT NULL,
+    created_seq INTEGER NOT NULL
+);
+"""
+
+# Service ids of stored records are derived, not random, so that they are stable across a
+# reset and a restart and the same (account, entity, id) always has the same service id.
+_SERVICE_ID_NAMESPACE = uuid.UUID("1f0e5c1e-6d7a-4bd2-9a38-3f3c3a2b9b51")
+
+
+class StoreError(PmsSyncError):
+    """The sandbox's data file cannot be opened or written."""
+
+
+class WriteOutcome(StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    account_id: str
+    entity: str
+    id: str
+    service_id: str
+    payload: str
+    first_seq: int
+    last_seq: int
+    writes: int
+    last_event: str
+    created_at: str
+    updated_at: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "accountId": self.account_id,
+            "entity": self.entity,
+            "id": self.id,
+            "serviceId": self.service_id,
+            "resource": json.loads(self.payload),
+            "firstSeq": self.first_seq,
+            "lastSeq": self.last_seq,
+            "writes": self.writes,
+            "lastEvent": self.last_event,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AccessToken:
+    token: str
+    client_id: str
+    account_ids: tuple[str, ...]
+    account_level: bool
+    expires_at: float
+
+
+def service_id_of(account_id: str, entity: str, record_id: str) -> str:
+    return uuid.uuid5(_SERVICE_ID_NAMESPACE, f"{account_id}\x1f{entity}\x1f{record_id}").hex
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_RECORD_COLUMNS = (
+    "account_id, entity, id, service_id, payload, first_seq, last_seq, writes, last_event, "
+    "created_at, updated_at"
+)
+
+
+class SandboxStore:
+    """Records, access tokens and webhook configurations in ``<data_path>/sandbox.sqlite3``."""
+
+    def __init__(self, data_path: Path) -> None:
+        self.path = data_path / DATABASE_FILE
+        try:
+            data_path.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a crash of the process (only an OS crash can lose the
+            # last transactions), which is what a stand-in needs, at a fraction of FULL's cost.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.commit()
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open the sandbox data file {self.path}: {error}") from None
+        self._lock = threading.Lock()
+        (last_seq,) = self._db.execute(
+            "SELECT max(coalesce((SELECT max(last_seq) FROM records), 0),"
+            " coalesce((SELECT max(created_seq) FROM webhooks), 0))"
+        ).fetchone()
+        self._seq = int(last_seq)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    # -- sync records -------------------------------------------------------------------------
+
+    def upsert(
+        self, account_id: str, entity: str, record_id: str, payload: str, event: str
+    ) -> WriteOutcome:
+        """Store a resource whatever the event says; identical content is skipped, not written."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT payload FROM records WHERE account_id = ? AND entity = ? AND id = ?",
+                (account_id, entity, record_id),
+            ).fetchone()
+            if row is not None and row[0] == payload:
+                return WriteOutcome.SKIPPED
+            seq = self._next_seq()
+            now = _now()
+            with self._db:
+                self._db.execute(
+                    "INSERT INTO records (" + _RECORD_COLUMNS + ")"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
+                    " ON CONFLICT (account_id, entity, id) DO UPDATE SET"
+                    " payload = excluded.payload, last_seq = excluded.last_seq,"
+                    " writes = records.writes + 1, last_event = excluded.last_event,"
+                    " updated_at = excluded.updated_at",
+                    (
+                        account_id,
+                        entity,
+                        record_id,
+                        service_id_of(account_id, entity, record_id),
+                        payload,
+                        seq,
+                        seq,
+                        event,
+                        now,
+                        now,
+                    ),
+                )
+            return WriteOutcome.CREATED if row is None else WriteOutcome.UPDATED
+
+    def records(
+        self, account_id: str | None = None, entity: str | None = None
+    ) -> list[StoredRecord]:
+        clauses, params = [], []
+        if account_id is not None:
+            clauses.append("account_id = ?")
+            params.append(account_id)
+        if entity is not None:
+            clauses.append("entity = ?")
+            params.append(entity)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY first_seq", params
+            ).fetchall()
+        return [StoredRecord(*row) for row in rows]
+
+    def find_records(
+        self, account_ids: tuple[str, ...], entity: str, key: str
+    ) -> list[StoredRecord]:
+        """Records of these accounts whose external id or service id is ``key``."""
+        marks = ", ".join("?" for _ in account_ids)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE entity = ?"
+                f" AND account_id IN ({marks}) AND (id = ? OR service_id = ?) ORDER BY first_seq",
+                (entity, *account_ids, key, key),
+            ).fetchall()
+        return [StoredRecord(*row) for row in rows]
+
+    def set_accommodation_status(
+        self, target: StoredRecord, status: str, *, include_sub_units: bool
+    ) -> int:
+        """Set the status of an accommodation (and of its sub-units); the number of sub-units.
+
+        Sub-units are the other accommodations of the same account sharing the target's room
+        type (roomType.id, else roomType.code); a unit without a room type has none.
+        """
+        with self._lock, self._db:
+            targets = [target.id]
+            if include_sub_units:
+                room_type = json.loads(target.payload).get("roomType") or {}
+                member, value = (
+                    ("$.roomType.id", room_type.get("id"))
+                    if room_type.get("id")
+                    else ("$.roomType.code", room_type.get("code"))
+                )
+                if value:
+                    rows = self._db.execute(
+                        "SELECT id FROM records WHERE account_id = ? AND entity = ? AND id != ?"
+                        " AND json_extract(payload, ?) = ?",
+                        (target.account_id, target.entity, target.id, member, value),
+                    ).fetchall()
+                    targets += [row[0] for row in rows]
+            now = _now()
+            for record_id in targets:
+                (payload,) = self._db.execute(
+                    "SELECT payload FROM records WHERE account_id = ? AND entity = ? AND id = ?",
+                    (target.account_id, target.entity, record_id),
+                ).fetchone()
+                resource = json.loads(payload)
+                resource["status"] = status
+                # A status change made through the Open API is the service's own change, not a
+                # sync write: the payload changes (so a later sync of the old content is an
+                # update), the sync bookkeeping (sequence, writes, last event) does not.
+                self._db.execute(
+                    "UPDATE records SET payload = ?, updated_at = ?"
+                    " WHERE account_id = ? AND entity = ? AND id = ?",
+                    (canonical_json(resource), now, target.account_id, target.entity, record_id),
+                )
+        return len(targets) - 1
+
+    # -- access tokens ------------------------------------------------------------------------
+
+    def save_access_token(self, token: AccessToken) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO access_tokens VALUES (?, ?, ?, ?, ?)",
+                (
+                    token.token,
+                    token.client_id,
+                    json.dumps(list(token.account_ids)),
+                    int(token.account_level),
+                    token.expires_at,
+                ),
+            )
+
+    def access_token(self, token: str) -> AccessToken | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT token, client_id, account_ids, account_level, expires_at"
+                " FROM access_tokens WHERE token = ?",
+                (token,),
+            ).fetchone()
+        if row is None:
+            return None
+        return AccessToken(row[0], row[1], tuple(json.loads(row[2])), bool(row[3]), row[4])
+
+    def account_level_token(
+        self, client_id: str, account_id: str, now: float
+    ) -> AccessToken | None:
+        """A still valid account-level token issued to this client for this account."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT token, client_id, account_ids, account_level, expires_at"
+                " FROM access_tokens WHERE client_id = ? AND account_level = 1"
+                " AND account_ids = ? AND expires_at > ? ORDER BY expires_at DESC LIMIT 1",
+                (client_id, json.dumps([account_id]), now),
+            ).fetchone()
+        if row is None:
+            return None
+        return AccessToken(row[0], row[1], tuple(json.loads(row[2])), True, row[4])
+
+    def forget_expired_tokens(self, now: float) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM access_tokens WHERE expires_at <= ?", (now,))
+
+    # -- outgoing-webhook configurations ------------------------------------------------------
+
+    def create_webhook(self, owner: str, config: dict[str, Any]) -> str:
+        # 24 hex digits, the shape of the identifiers named _id that such services return.
+        webhook_id = uuid.uuid4().hex[:24]
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO webhooks VALUES (?, ?, ?, ?)",
+                (webhook_id, owner, json.dumps(config), self._next_seq()),
+            )
+        return webhook_id
+
+    def webhooks(self, owner: str) -> list[tuple[str, dict[str, Any]]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, config FROM webhooks WHERE owner = ? ORDER BY created_seq", (owner,)
+            ).fetchall()
+        return [(row[0], json.loads(row[1])) for row in rows]
+
+    def webhook(self, owner: str, webhook_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT config FROM webhooks WHERE owner = ? AND id = ?", (owner, webhook_id)
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def replace_webhook(self, owner: str, webhook_id: str, config: dict[str, Any]) -> bool:
+        with self._lock, self._db:
+            cursor = self._db.execute(
+                "UPDATE webhooks SET config = ? WHERE owner = ? AND id = ?",
+                (json.dumps(config), owner, webhook_id),
+            )
+        return cursor.rowcount == 1
+
+    def delete_webhook(self, owner: str, webhook_id: str) -> bool:
+        with self._lock, self._db:
+            cursor = self._db.execute(
+                "DELETE FROM webhooks WHERE owner = ? AND id = ?", (owner, webhook_id)
+            )
+        return cursor.rowcount == 1
+
+    # -- admin --------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget records and webhook configurations; issued access tokens stay valid."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM records")
+            self._db.execute("DELETE FROM webhooks")
+        # The sequence is not rewound: within a server's life it only ever grows.
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT entity, count(*) FROM records GROUP BY entity"
+            ).fetchall()
+        return {entity: count for entity, count in rows}

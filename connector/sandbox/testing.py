@@ -1,0 +1,197 @@
+"""Running a real sandbox from tests, demos and benchmarks.
+
+``running_sandbox`` serves it from a thread of the current process; ``sandbox_process`` runs it
+as a separate process (``python -m connector.sandbox``), which outlives anything the test
+kills. Both yield a :class:`SandboxHandle` that talks to the admin API over HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from connector.sandbox.config import (
+    DEMO_CLIENT_ID,
+    DEMO_CLIENT_SECRET,
+    DEMO_SYNC_TOKEN,
+    AccountConfig,
+    ClientConfig,
+    SandboxConfig,
+)
+from connector.sandbox.server import BackgroundServer, SandboxStartError
+
+LOOPBACK = "127.0.0.1"
+MULTI_CLIENT_ID = "multi-client"
+MULTI_CLIENT_SECRET = "multi-secret"
+SHARED_SYNC_TOKEN = "group-token"
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+class SandboxHandle:
+    """A running sandbox: its address and the admin API as methods."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self._admin = httpx.Client(base_url=base_url, timeout=10.0)
+
+    def close(self) -> None:
+        self._admin.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._admin.request(method, path, **kwargs)
+        response.raise_for_status()
+        return response.json()
+
+    def records(self, account_id: str | None = None, entity: str | None = None) -> list[dict]:
+        """Stored records with their bookkeeping, oldest first (see docs/sandbox.md)."""
+        params = {
+            key: value
+            for key, value in (("accountId", account_id), ("entity", entity))
+            if value is not None
+        }
+        return self._call("GET", "/_sandbox/records", params=params)["records"]
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("GET", "/_sandbox/stats")
+
+    def set_faults(self, **faults: Any) -> dict[str, Any]:
+        """Replace the fault settings (no arguments: no faults)."""
+        return self._call("POST", "/_sandbox/faults", json=faults)["faults"]
+
+    def reset(self) -> None:
+        """Forget records, webhook configurations and stats; faults back to the start-up ones."""
+        self._call("POST", "/_sandbox/reset")
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/_sandbox/health")
+
+
+def multi_account_config() -> SandboxConfig:
+    """The demo account plus two hotels under one multi-account Open API client.
+
+    ``demo-token`` writes to ``demo`` only; ``hotel-a-token`` to ``hotel-a``; ``group-token``
+    to both hotels. ``demo-client`` sees only ``demo`` (a single-account scope);
+    ``multi-client`` sees all three accounts.
+    """
+    return SandboxConfig(
+        accounts=[
+            AccountConfig(
+                id="demo", name="Demo Hotel", externalId="demo", sync_tokens=[DEMO_SYNC_TOKEN]
+            ),
+            AccountConfig(
+                id="hotel-a",
+                name="Hotel A",
+                externalId="ext-a",
+                sync_tokens=["hotel-a-token", SHARED_SYNC_TOKEN],
+            ),
+            AccountConfig(
+                id="hotel-b", name="Hotel B", externalId="ext-b", sync_tokens=[SHARED_SYNC_TOKEN]
+            ),
+        ],
+        clients=[
+            ClientConfig(
+                client_id=DEMO_CLIENT_ID, client_secret=DEMO_CLIENT_SECRET, accounts=["demo"]
+            ),
+            ClientConfig(
+                client_id=MULTI_CLIENT_ID,
+                client_secret=MULTI_CLIENT_SECRET,
+                accounts=["demo", "hotel-a", "hotel-b"],
+            ),
+        ],
+    )
+
+
+@contextlib.contextmanager
+def running_sandbox(
+    data_path: Path, config: SandboxConfig | None = None, port: int = 0
+) -> Iterator[SandboxHandle]:
+    """Serve a sandbox on loopback from a background thread for the duration of the block."""
+    server = BackgroundServer(config or SandboxConfig.demo(), Path(data_path), LOOPBACK, port)
+    server.start()
+    handle = SandboxHandle(server.base_url)
+    try:
+        yield handle
+    finally:
+        handle.close()
+        server.stop()
+
+
+def write_config(config: SandboxConfig, path: Path) -> Path:
+    """Write ``config`` as a YAML file the CLI reads."""
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    return path
+
+
+@contextlib.contextmanager
+def sandbox_process(
+    data_path: Path,
+    config: SandboxConfig | Path | None = None,
+    port: int = 0,
+    extra_args: tuple[str, ...] = (),
+    start_timeout_s: float = 20.0,
+) -> Iterator[SandboxHandle]:
+    """Run ``python -m connector.sandbox`` as a child process for the duration of the block.
+
+    Its output goes to ``<data_path>/sandbox.log`` (a pipe left unread could block the server).
+    """
+    data_path = Path(data_path)
+    data_path.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "connector.sandbox", "--host", LOOPBACK]
+    command += ["--port", str(port), "--data", str(data_path), *extra_args]
+    if isinstance(config, SandboxConfig):
+        config = write_config(config, data_path / "sandbox-config.yaml")
+    if config is not None:
+        command += ["--config", str(config)]
+    log_path = data_path / "sandbox.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        base_url = _wait_until_listening(process, log_path, start_timeout_s)
+        handle = SandboxHandle(base_url)
+        try:
+            yield handle
+        finally:
+            handle.close()
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_listening(
+    process: subprocess.Popen[bytes], log_path: Path, timeout_s: float
+) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = _LISTENING.search(log_path.read_text(errors="replace"))
+        if found:
+            base_url = found.group(1)
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/_sandbox/health", timeout=1.0).status_code == 200:
+                    return base_url
+        if process.poll() is not None:
+            raise SandboxStartError(
+                f"the sandbox process exited with {process.returncode}: "
+                f"{log_path.read_text(errors='replace')[-2000:]}"
+            )
+        time.sleep(0.05)
+    raise SandboxStartError(f"the sandbox process did not start within {timeout_s} s")
