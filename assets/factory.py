@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +17,26 @@ from assets.partitions import reservation_partitions
 from assets.resources import default_resources
 from assets.schedules import build_schedule
 from assets.sensors import build_sensor
+
+
+@contextmanager
+def _accepted_preview_apis() -> Iterator[None]:
+    """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions-dagster.md).
+
+    ``backfill_policy`` (beta) makes a backfill or the nightly window one run that reads the
+    export once; ``partitions_def`` on an asset check (preview) lets a check of a partitioned
+    asset read exactly the run's partitions. Any other warning still shows.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning
+        )
+        warnings.filterwarnings(
+            "ignore",
+            message=r"Specifying a partitions_def on an AssetCheckSpec",
+            category=dg.PreviewWarning,
+        )
+        yield
 
 
 def connection_definitions(connection: Connection) -> dg.Definitions:
@@ -33,7 +56,9 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
 
 def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
     """Definitions for every mapping file of ``folder``, with the given or default resources."""
+    with _accepted_preview_apis():
+        connections = [connection_definitions(connection) for connection in discover(folder)]
     return dg.Definitions.merge(
-        *(connection_definitions(connection) for connection in discover(folder)),
+        *connections,
         dg.Definitions(resources=resources if resources is not None else default_resources()),
     )

@@ -117,8 +117,8 @@ class SyncChecksResource(dg.ConfigurableResource):
 
 
 def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:
-    # An EnvVar keeps the value out of the UI; it is used only when the variable is set, so the
-    # embedded default works on a fresh checkout with no environment at all.
+    # Credentials: an EnvVar keeps the value out of the UI; it is used only when the variable
+    # is set, so the embedded default works on a fresh checkout with no environment at all.
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
@@ -130,14 +130,14 @@ def default_resources() -> dict[str, object]:
     share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
     return {
         "service": ServiceResource(
-            base_url=_env_or("PMS_SYNC_BASE_URL", DEFAULT_BASE_URL),
+            base_url=os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL,
             token=_env_or("PMS_SYNC_TOKEN", SANDBOX_TOKEN),
             tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
             concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
             rate_limit=float(rate) if rate else None,
         ),
         "snapshot": SnapshotResource(
-            path=_env_or("PMS_SYNC_SNAPSHOT", str(DATA_DIR / "snapshot.duckdb"))
+            path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")
         ),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(max_quarantine_share=float(share) if share else 0.01),
