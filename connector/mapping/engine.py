@@ -1,0 +1,191 @@
+"""Running a mapping: read headers, compile and check, load inputs, run the SQL, validate.
+
+Nothing is read before the mapping has been checked against the inputs' headers: an unknown
+column, join key or SQL expression fails fast, naming the mapping file, line and member.
+User SQL (``sql:`` expressions and conditions) only ever runs on DuckDB connections whose file
+and network access is disabled and whose configuration is locked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping as AbcMapping
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from connector.contract import Entity
+from connector.errors import MappingError
+from connector.mapping import sql_functions
+from connector.mapping.compiler import Compiler, EntityQuery, table_name
+from connector.mapping.model import Mapping
+from connector.mapping.validation import MappedRows, validate_rows
+from connector.records import DateWindow, MappedRecords
+from connector.sources import Source, open_source
+from connector.sources.base import create_text_table, quote_identifier
+
+
+def _lock_down(connection: duckdb.DuckDBPyConnection) -> None:
+    connection.execute("SET enable_external_access = false")
+    connection.execute("SET lock_configuration = true")
+
+
+def _create_lookups(connection: duckdb.DuckDBPyConnection, mapping: Mapping) -> None:
+    for name, values in mapping.lookups.items():
+        table = f"lookup_{name}"
+        connection.execute(
+            f"CREATE OR REPLACE TABLE {quote_identifier(table)} (key VARCHAR, value VARCHAR)"
+        )
+        rows = [
+            (str(key), None if value is None else _text(value)) for key, value in values.items()
+        ]
+        if rows:
+            connection.executemany(f"INSERT INTO {quote_identifier(table)} VALUES (?, ?)", rows)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass
+class PreparedMapping:
+    """A mapping checked against its inputs' headers, with its SQL ready to run."""
+
+    mapping: Mapping
+    sources: dict[str, Source]
+    headers: dict[str, list[str]]
+    queries: dict[Entity, EntityQuery]
+
+    @property
+    def inputs_used(self) -> list[str]:
+        return sorted(self.sources)
+
+
+def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> PreparedMapping:
+    """Read every input's header, compile the mapping and check its SQL on zero rows."""
+    chosen = [Entity(entity) for entity in entities] if entities is not None else None
+    selected = [entity for entity in mapping.entities if chosen is None or entity in chosen]
+    sources = {
+        name: open_source(name, spec, mapping.base_dir) for name, spec in mapping.inputs.items()
+    }
+    needed = _inputs_needed(mapping, selected)
+    headers = {name: sources[name].columns() for name in needed}
+    compiler = Compiler(mapping, headers)
+    queries = {entity: compiler.entity_query(entity) for entity in selected}
+
+    # User SQL and the compiled queries are bound on empty tables, on a locked connection.
+    with duckdb.connect(":memory:") as check:
+        sql_functions.install(check)
+        _create_lookups(check, mapping)
+        for name, columns in headers.items():
+            create_text_table(check, table_name(name), columns)
+        _lock_down(check)
+        for sql, member in compiler.user_sql:
+            try:
+                statements = duckdb.extract_statements(f"SELECT ({sql})")
+            except duckdb.Error as error:
+                raise compiler.error(
+                    f"invalid SQL expression: {_first_line(error)}", member
+                ) from None
+            if len(statements) != 1:
+                raise compiler.error("an SQL expression must be one expression", member)
+        for entity, query in queries.items():
+            try:
+                check.execute(query.sql).fetchall()
+            except duckdb.Error as error:
+                raise _sql_error(compiler, mapping, entity, error) from None
+    return PreparedMapping(mapping, {name: sources[name] for name in needed}, headers, queries)
+
+
+def _inputs_needed(mapping: Mapping, entities: list[Entity]) -> list[str]:
+    names: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("input"), str) and value["input"] in mapping.inputs:
+                names.add(value["input"])
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for entity in entities:
+        walk(mapping.entities[entity].model_dump(by_alias=True))
+    return sorted(names)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0]
+
+
+def _sql_error(
+    compiler: Compiler, mapping: Mapping, entity: Entity, error: duckdb.Error
+) -> MappingError:
+    # The only SQL that can fail to bind is the user's: name the first sql: member we find.
+    members = [member for _sql, member in compiler.user_sql if member[1] == entity.value]
+    member = members[0] if members else ("entities", entity.value)
+    return compiler.error(f"the mapping's SQL does not run: {_first_line(error)}", member)
+
+
+def map_records(
+    mapping: Mapping,
+    *,
+    entities: Iterable[Entity] | None = None,
+    window: DateWindow | None = None,
+    since: AbcMapping[str, Any] | None = None,
+) -> dict[Entity, MappedRecords]:
+    """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
+
+    ``window`` keeps reservations whose earliest check-in lies in [start, end) (records whose
+    check-in could not be read stay, so their problems are reported). ``since`` gives, per SQL
+    input name, the last cursor value already synced: only newer rows are read.
+    """
+    prepared = prepare(mapping, entities)
+    return run_prepared(prepared, window=window, since=since)
+
+
+def run_prepared(
+    prepared: PreparedMapping,
+    *,
+    window: DateWindow | None = None,
+    since: AbcMapping[str, Any] | None = None,
+) -> dict[Entity, MappedRecords]:
+    since = dict(since or {})
+    unknown = set(since) - set(prepared.sources)
+    if unknown:
+        raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
+    results: dict[Entity, MappedRecords] = {}
+    with duckdb.connect(":memory:") as connection:
+        sql_functions.install(connection)
+        _create_lookups(connection, prepared.mapping)
+        for name, source in prepared.sources.items():
+            source.load_into(connection, table_name(name), since=since.get(name))
+        _lock_down(connection)
+        for entity, query in prepared.queries.items():
+            sql = query.sql
+            parameters: list[Any] = []
+            if window is not None and entity == Entity.RESERVATION:
+                sql = (
+                    f"SELECT * FROM ({sql}) AS mapped WHERE checkin IS NULL "
+                    "OR (checkin >= ? AND checkin < ?) ORDER BY first_row"
+                )
+                parameters = [window.start, window.end]
+            table = connection.sql(sql, params=parameters or None).to_arrow_table()
+            rows = MappedRows(
+                account_id=table.column("account_id").to_pylist(),
+                record_id=table.column("record_id").to_pylist(),
+                doc=table.column("doc").to_pylist(),
+                variants=table.column("variants").to_pylist(),
+                sources=table.column("sources").to_pylist(),
+                row_numbers=table.column("row_numbers").to_pylist(),
+                checkin=pd.Series(table.column("checkin").to_pandas()),
+                checkout=pd.Series(table.column("checkout").to_pandas()),
+            )
+            del table
+            results[entity] = validate_rows(entity, rows, query.volatile)
+    return results

@@ -1,0 +1,195 @@
+"""Reading a mapping file: YAML with line numbers, ${ENV_VAR} references, schema validation.
+
+Every error names the file, the line and the member (``entities.reservation.fields.id``), so a
+data engineer can jump straight to the mistake.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from connector.errors import MappingError
+from connector.mapping.model import Mapping
+
+MAX_NODES = 50_000
+"""Upper bound on YAML nodes after alias expansion: a "billion laughs" file stops here."""
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+Path_ = tuple[str | int, ...]
+
+
+class _Builder:
+    """Turns a composed YAML node tree into plain data, remembering each member's line."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.lines: dict[Path_, int] = {}
+        self.nodes = 0
+        self._constructor = yaml.constructor.SafeConstructor()
+
+    def build(self, node: yaml.Node, path: Path_) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise MappingError(
+                f"the file expands to more than {MAX_NODES} YAML nodes (aliases repeated too often)",
+                file=self.file,
+                line=node.start_mark.line + 1,
+            )
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise MappingError(
+                        "merge keys (<<) are not supported; write the members out",
+                        file=self.file,
+                        line=key_node.start_mark.line + 1,
+                    )
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise MappingError(
+                        "mapping keys must be plain values",
+                        file=self.file,
+                        line=key_node.start_mark.line + 1,
+                    )
+                # Keys are always text: YAML 1.1 would read `on:` or `yes:` as booleans.
+                key = key_node.value
+                if key in result:
+                    raise MappingError(
+                        f"member {key!r} appears twice",
+                        file=self.file,
+                        line=key_node.start_mark.line + 1,
+                        member=".".join(str(part) for part in (*path, key)),
+                    )
+                self.lines[(*path, key)] = key_node.start_mark.line + 1
+                result[key] = self.build(value_node, (*path, key))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        if node.tag == "tag:yaml.org,2002:bool" and node.value.lower() not in ("true", "false"):
+            # YAML 1.2 semantics: only true/false are booleans; Y, yes, on, off stay text.
+            return self._resolve_env(node.value, path, node.start_mark.line + 1)
+        value = self._constructor.construct_object(node)
+        if isinstance(value, str):
+            return self._resolve_env(value, path, node.start_mark.line + 1)
+        if not isinstance(value, str | int | float | bool | type(None)):
+            # Dates and timestamps would arrive as Python objects; a mapping means the text.
+            return node.value
+        return value
+
+    def _resolve_env(self, text: str, path: Path_, line: int) -> str:
+        def replace(match: re.Match[str]) -> str:
+            name, fallback = match.group(1), match.group(2)
+            value = os.environ.get(name)
+            if value is None or value == "":
+                if fallback is not None:
+                    return fallback
+                raise MappingError(
+                    f"environment variable {name} is not set (referenced as ${{{name}}})",
+                    file=self.file,
+                    line=line,
+                    member=".".join(str(part) for part in path),
+                )
+            return value
+
+        return _ENV_REFERENCE.sub(replace, text)
+
+
+def _read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MappingError("mapping file not found", file=file) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise MappingError(f"cannot read the mapping file: {error}", file=file) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        raise MappingError(
+            f"invalid YAML: {error.problem or error}",
+            file=file,
+            line=mark.line + 1 if mark else None,
+        ) from None
+    except yaml.YAMLError as error:
+        raise MappingError(f"invalid YAML: {error}", file=file) from None
+    if root is None:
+        raise MappingError("the mapping file is empty", file=file, line=1)
+    builder = _Builder(file)
+    data = builder.build(root, ())
+    if not isinstance(data, dict):
+        raise MappingError("a mapping file must be a YAML mapping (key: value)", file=file, line=1)
+    return data, builder.lines
+
+
+_UNION_TAGS = frozenset({"expression", "column", "constant", "rows", "list", "csv", "xlsx", "sql"})
+
+
+def _member_path(location: tuple[str | int, ...], data: Any) -> Path_:
+    """The error location restricted to members that exist in the file's data.
+
+    pydantic inserts union tags (``expression``, ``rows``) into locations; they are skipped,
+    while the missing member itself (the last step) is kept so the message can name it.
+    """
+    path: list[str | int] = []
+    node = data
+    for step in location:
+        if (isinstance(node, dict) and step in node) or (
+            isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        ):
+            path.append(step)
+            node = node[step]
+        elif (
+            isinstance(node, dict)
+            and isinstance(step, str)
+            and step.isidentifier()
+            and step not in _UNION_TAGS
+        ):
+            # A required or an unknown member: the member itself is the news.
+            path.append(step)
+            break
+    return tuple(path)
+
+
+def _first_line(lines: dict[Path_, int], path: Path_) -> int | None:
+    for end in range(len(path), -1, -1):
+        if tuple(path[:end]) in lines:
+            return lines[tuple(path[:end])]
+    return None
+
+
+def load_mapping(path: str | os.PathLike[str]) -> Mapping:
+    """Read and validate a mapping file; raises :class:`MappingError` naming file, line, member."""
+    source = Path(path).resolve()
+    file = str(path)
+    data, lines = _read_yaml(source)
+    data.setdefault("name", source.stem if source.stem != "mapping" else source.parent.name)
+    try:
+        mapping = Mapping.model_validate(data)
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+        first = problems[0]
+        member_path = _member_path(tuple(first["loc"]), data)
+        member = ".".join(str(part) for part in member_path) or None
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown member {member_path[-1]!r}" if member_path else message
+        elif first["type"] == "missing":
+            message = f"required member {member_path[-1]!r} is missing" if member_path else message
+        if len(problems) > 1:
+            message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+        raise MappingError(
+            message, file=file, line=_first_line(lines, member_path), member=member
+        ) from None
+    mapping._source_file = source
+    mapping._lines = lines
+    if mapping.dagster.drop_folder is not None:
+        mapping.dagster.drop_folder = str((source.parent / mapping.dagster.drop_folder).resolve())
+    return mapping

@@ -1,0 +1,399 @@
+"""The mapping file as pydantic models: inputs, entities, fields, lookups and Dagster settings.
+
+The field models of each entity are generated from the contract models, so a mapping names
+exactly the members of the service's resources (editor completion, unknown members rejected)
+and the JSON Schema at ``mappings/schema.json`` follows the contract automatically.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from connector.contract import Accommodation, Entity, Reservation
+from connector.mapping.expressions import (
+    Condition,
+    Expression,
+    ExprLike,
+    Scalar,
+    StrictModel,
+    as_expression,
+)
+
+DEFAULT_NULL_VALUES: tuple[str, ...] = ("", "NULL", "null", "N/A", "n/a")
+
+
+# --------------------------------------------------------------------------------------- inputs
+
+
+class CsvInput(StrictModel):
+    """Delimited text files: one path or a glob (files read in name order)."""
+
+    type: Literal["csv"] = "csv"
+    path: str = Field(description="Path or glob, relative to the mapping file.")
+    delimiter: str = Field(default=",", min_length=1, max_length=1)
+    quote: str = Field(default='"', min_length=1, max_length=1)
+    escape: str | None = Field(default=None, min_length=1, max_length=1)
+    encoding: str = Field(
+        default="utf-8", description="utf-8 (a BOM is skipped), latin-1, cp1252, utf-16, …"
+    )
+    header_row: int = Field(default=1, ge=1, description="Line number of the header.")
+    null_values: list[str] = Field(
+        default=list(DEFAULT_NULL_VALUES), description="Cell texts read as a missing value."
+    )
+
+
+class XlsxInput(StrictModel):
+    """A sheet of an Excel workbook (.xlsx)."""
+
+    type: Literal["xlsx"] = "xlsx"
+    path: str = Field(description="Path or glob, relative to the mapping file.")
+    sheet: str | None = Field(default=None, description="Sheet name; the first sheet if unset.")
+    header_row: int = Field(default=1, ge=1)
+    null_values: list[str] = Field(default=list(DEFAULT_NULL_VALUES))
+
+
+class SqlInput(StrictModel):
+    """A table or query of a database reached through SQLAlchemy."""
+
+    type: Literal["sql"] = "sql"
+    url: str = Field(
+        description="SQLAlchemy URL; write it as ${ENV_VAR} so credentials stay out of the file."
+    )
+    table: str | None = None
+    query: str | None = Field(default=None, description="SELECT with :name bound parameters.")
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    cursor: str | None = Field(
+        default=None,
+        description="Incremental cursor column (e.g. updated_at): when the caller passes a "
+        "`since` value for this input, only rows with cursor > since are read.",
+    )
+    chunk_size: int = Field(default=50_000, ge=1)
+
+    @model_validator(mode="after")
+    def _table_or_query(self) -> SqlInput:
+        if (self.table is None) == (self.query is None):
+            raise ValueError("an sql input needs exactly one of table or query")
+        return self
+
+
+def _input_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        if "type" in value:
+            return str(value["type"])
+        if "url" in value:
+            return "sql"
+        if str(value.get("path", "")).lower().endswith((".xlsx", ".xlsm")):
+            return "xlsx"
+    return "csv"
+
+
+InputSpec = Annotated[
+    Annotated[CsvInput, Tag("csv")]
+    | Annotated[XlsxInput, Tag("xlsx")]
+    | Annotated[SqlInput, Tag("sql")],
+    Discriminator(_input_kind),
+]
+
+
+# ---------------------------------------------------------------------------- joins and rows
+
+
+class Join(StrictModel):
+    """Columns of another input joined to each row (left join, first match in row order)."""
+
+    input: str
+    as_: str | None = Field(
+        default=None, alias="as", description="Prefix of its columns: alias.column."
+    )
+    on: dict[str, str] = Field(
+        description="Joined input's column → this input's column, all of which must match.",
+        min_length=1,
+    )
+    filter: list[Condition] = Field(
+        default_factory=list, description="Rows of the joined input considered (all hold)."
+    )
+
+    @property
+    def alias(self) -> str:
+        return self.as_ or self.input
+
+
+class RowsBlock(StrictModel):
+    """A list built from rows: the record's own rows, or rows of another input joined by key."""
+
+    input: str | None = Field(
+        default=None,
+        description="Input the items come from; unset for unitReservations = the booking's own "
+        "rows (one item per row).",
+    )
+    on: dict[str, str] | None = Field(
+        default=None, description="Item input's column → parent row's column."
+    )
+    filter: list[Condition] = Field(default_factory=list)
+    fields: Any = None  # replaced by the item's field model in generated subclasses
+
+    @model_validator(mode="after")
+    def _input_needs_on(self) -> RowsBlock:
+        if (self.input is None) != (self.on is None):
+            raise ValueError("input and on go together")
+        return self
+
+
+# ------------------------------------------------------------------ generated field models
+
+_SCALAR = "scalar"
+_OBJECT = "object"
+_OBJECT_LIST = "object_list"
+
+
+def _strip_optional(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(members) == 1:
+            return members[0]
+    return annotation
+
+
+def field_shape(annotation: Any) -> tuple[str, type[BaseModel] | None]:
+    """Whether a contract member is a scalar (or list of scalars), an object or a list of objects."""
+    inner = _strip_optional(annotation)
+    if typing.get_origin(inner) is Annotated:
+        inner = typing.get_args(inner)[0]
+    if isinstance(inner, type) and issubclass(inner, BaseModel):
+        return _OBJECT, inner
+    if typing.get_origin(inner) is list:
+        (item,) = typing.get_args(inner)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return _OBJECT_LIST, item
+    return _SCALAR, None
+
+
+_OPTIONAL_IN_MAPPING: frozenset[tuple[str, str]] = frozenset({("Accommodation", "status")})
+"""Required contract members a mapping may leave out because the engine fills them."""
+
+
+def _list_kind(value: Any) -> str:
+    return "list" if isinstance(value, list) else "rows"
+
+
+@cache
+def fields_model(contract: type[BaseModel]) -> type[BaseModel]:
+    """The mapping-side model of a contract model: same members, each an expression."""
+    definitions: dict[str, Any] = {}
+    for name, info in contract.model_fields.items():
+        shape, sub = field_shape(info.annotation)
+        if shape == _OBJECT:
+            annotation: Any = fields_model(sub)  # type: ignore[arg-type]
+        elif shape == _OBJECT_LIST:
+            item_model = fields_model(sub)  # type: ignore[arg-type]
+            rows_model = create_model(
+                f"{sub.__name__}Rows",  # type: ignore[union-attr]
+                __base__=RowsBlock,
+                fields=(item_model, Field(description="Fields of each item.")),
+            )
+            annotation = Annotated[
+                Annotated[list[item_model], Tag("list")]  # type: ignore[valid-type]
+                | Annotated[rows_model, Tag("rows")],
+                Discriminator(_list_kind),
+            ]
+        else:
+            annotation = ExprLike
+        required = info.is_required() and (contract.__name__, name) not in _OPTIONAL_IN_MAPPING
+        description = info.description or f"{contract.__name__}.{name}"
+        definitions[name] = (
+            annotation if required else annotation | None,
+            Field(default=... if required else None, description=description),
+        )
+    return create_model(f"{contract.__name__}Fields", __base__=StrictModel, **definitions)
+
+
+# ------------------------------------------------------------------------------- entities
+
+
+class EntityMappingBase(StrictModel):
+    input: str = Field(description="The input whose rows make the records.")
+    account: ExprLike | None = Field(
+        default=None,
+        description="Account of each record (overrides the top-level account), e.g. "
+        "{column: hotel, lookup: hotel_accounts}.",
+    )
+    joins: list[Join] = Field(default_factory=list)
+    filter: list[Condition] = Field(default_factory=list, description="Rows kept (all hold).")
+    full_export: bool = Field(
+        default=True,
+        description="Whether every export holds all records, so a missing one is gone.",
+    )
+
+    @property
+    def volatile_paths(self) -> list[str]:
+        """Dotted contract paths marked volatile: true (left out of the content hash)."""
+        return sorted(_volatile_paths(getattr(self, "fields", None), ""))
+
+
+def _volatile_paths(fields: BaseModel | None, prefix: str) -> set[str]:
+    found: set[str] = set()
+    if fields is None:
+        return found
+    for name in type(fields).model_fields:
+        value = getattr(fields, name)
+        path = f"{prefix}{name}"
+        if isinstance(value, Expression) and value.volatile:
+            found.add(path)
+        elif isinstance(value, RowsBlock):
+            found |= _volatile_paths(value.fields, f"{path}.")
+        elif isinstance(value, list):
+            for item in value:
+                found |= _volatile_paths(item, f"{path}.")
+        elif isinstance(value, BaseModel) and not isinstance(value, Expression):
+            found |= _volatile_paths(value, f"{path}.")
+    return found
+
+
+class AccommodationMapping(EntityMappingBase):
+    on_missing: Literal["deactivate", "ignore"] = Field(
+        default="deactivate",
+        description="A unit missing from a full export: sent as INACTIVE, or left alone.",
+    )
+    fields: fields_model(Accommodation)  # type: ignore[valid-type]
+
+
+class ReservationMapping(EntityMappingBase):
+    on_missing: Literal["ignore", "cancel_future"] = Field(
+        default="ignore",
+        description="A reservation missing from a full export: left alone, or CANCELLED when "
+        "its check-in is in the future.",
+    )
+    fields: fields_model(Reservation)  # type: ignore[valid-type]
+
+
+EntityMapping = AccommodationMapping | ReservationMapping
+
+
+class Entities(StrictModel):
+    """The entities a mapping produces; index it with :class:`Entity`."""
+
+    accommodation: AccommodationMapping | None = None
+    reservation: ReservationMapping | None = None
+
+    def __getitem__(self, entity: Entity | str) -> EntityMapping:
+        value = getattr(self, Entity(entity).value)
+        if value is None:
+            raise KeyError(entity)
+        return value
+
+    def __contains__(self, entity: object) -> bool:
+        try:
+            return getattr(self, Entity(entity).value) is not None  # type: ignore[arg-type]
+        except ValueError:
+            return False
+
+    def keys(self) -> list[Entity]:
+        return [entity for entity in Entity if entity in self]
+
+    def items(self) -> list[tuple[Entity, EntityMapping]]:
+        return [(entity, self[entity]) for entity in self.keys()]
+
+
+# ------------------------------------------------------------------------------ the file
+
+
+class DagsterSettings(StrictModel):
+    """Passed through to the Dagster layer (assets/)."""
+
+    schedule: str = Field(default="0 2 * * *", description="Cron schedule of the sync.")
+    timezone: str = Field(default="UTC", description="Time zone of the schedule (IANA name).")
+    drop_folder: str | None = Field(
+        default=None,
+        description="Folder watched for new exports, relative to the mapping file.",
+    )
+    partitions_start: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+        description="First month (YYYY-MM) of monthly check-in partitions of reservations.",
+    )
+
+
+class Mapping(StrictModel):
+    """A mapping file: how one PMS export becomes the service's accommodations and reservations."""
+
+    name: str | None = Field(
+        default=None, description="Name of the connection; defaults to the file name."
+    )
+    account: ExprLike | None = Field(
+        default=None,
+        description="Account (service accountId) of every record unless an entity says "
+        "otherwise: a constant such as {constant: demo} or a column through a lookup.",
+    )
+    inputs: dict[str, InputSpec] = Field(min_length=1)
+    lookups: dict[str, dict[str, Scalar | None]] = Field(
+        default_factory=dict, description="Named value tables used by `lookup:`."
+    )
+    entities: Entities
+    dagster: DagsterSettings = Field(default_factory=DagsterSettings)
+
+    _source_file: Path | None = PrivateAttr(default=None)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    @field_validator("inputs")
+    @classmethod
+    def _input_names_are_identifiers(cls, inputs: dict[str, Any]) -> dict[str, Any]:
+        for name in inputs:
+            if not name.isidentifier():
+                raise ValueError(f"input name {name!r} must be letters, digits and _")
+        return inputs
+
+    @model_validator(mode="after")
+    def _references_exist(self) -> Mapping:
+        for entity, spec in self.entities.items():
+            if spec.input not in self.inputs:
+                raise ValueError(
+                    f"entities.{entity.value}.input names {spec.input!r}, which is not among "
+                    f"the inputs ({', '.join(sorted(self.inputs))})"
+                )
+            for join in spec.joins:
+                if join.input not in self.inputs:
+                    raise ValueError(f"join input {join.input!r} of {entity.value} is not an input")
+            if spec.account is None and self.account is None:
+                raise ValueError(
+                    f"{entity.value} has no account: set `account:` at the top or in the entity"
+                )
+        if not self.entities.keys():
+            raise ValueError("entities must map at least one of accommodation, reservation")
+        return self
+
+    @property
+    def source_file(self) -> Path | None:
+        return self._source_file
+
+    @property
+    def base_dir(self) -> Path:
+        """Relative paths in the mapping are relative to the mapping file's folder."""
+        return self._source_file.parent if self._source_file else Path.cwd()
+
+    def account_for(self, entity: Entity) -> Expression:
+        spec = self.entities[entity]
+        return as_expression(spec.account if spec.account is not None else self.account)
+
+    def line_of(self, path: tuple[str | int, ...]) -> int | None:
+        """The line of the deepest member of ``path`` that the file has."""
+        for end in range(len(path), -1, -1):
+            line = self._lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None

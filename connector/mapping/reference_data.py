@@ -1,0 +1,312 @@
+"""Reference tables that turn the many spellings of a country, currency, language or month into
+the code the service expects.
+
+Country and language names come from pycountry, in English and in the translations pycountry
+ships (German, French, Spanish, Italian, Dutch, Portuguese, …). A short committed alias table
+adds the colloquial names exports actually carry ("Holland", "USA", "England"), and a symbol
+table maps "€", "$", "£" to ISO 4217. Keys are normalised the same way the SQL side normalises a
+value: lower case, accents stripped, surrounding blanks removed.
+"""
+
+from __future__ import annotations
+
+import gettext
+import unicodedata
+from functools import cache
+
+import pycountry
+
+TRANSLATED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "it", "nl", "pt", "pl", "da", "sv")
+"""Locales whose country and language names are accepted besides English."""
+
+COUNTRY_ALIASES: dict[str, str] = {
+    "usa": "US",
+    "u.s.a.": "US",
+    "u.s.": "US",
+    "united states": "US",
+    "america": "US",
+    "uk": "GB",
+    "u.k.": "GB",
+    "great britain": "GB",
+    "britain": "GB",
+    "england": "GB",
+    "scotland": "GB",
+    "wales": "GB",
+    "northern ireland": "GB",
+    "grossbritannien": "GB",
+    "großbritannien": "GB",
+    "england (uk)": "GB",
+    "holland": "NL",
+    "the netherlands": "NL",
+    "nederland": "NL",
+    "deutschland": "DE",
+    "brd": "DE",
+    "osterreich": "AT",
+    "schweiz": "CH",
+    "suisse": "CH",
+    "svizzera": "CH",
+    "russia": "RU",
+    "south korea": "KR",
+    "korea": "KR",
+    "north korea": "KP",
+    "czech republic": "CZ",
+    "tschechien": "CZ",
+    "czechia": "CZ",
+    "turkey": "TR",
+    "turkiye": "TR",
+    "turkei": "TR",
+    "iran": "IR",
+    "vietnam": "VN",
+    "taiwan": "TW",
+    "bolivia": "BO",
+    "venezuela": "VE",
+    "tanzania": "TZ",
+    "syria": "SY",
+    "laos": "LA",
+    "moldova": "MD",
+    "vatican": "VA",
+    "ivory coast": "CI",
+    "cote d'ivoire": "CI",
+    "uae": "AE",
+    "emirates": "AE",
+    "espana": "ES",
+    "italia": "IT",
+    "belgique": "BE",
+    "belgie": "BE",
+    "danmark": "DK",
+    "sverige": "SE",
+    "norge": "NO",
+    "polska": "PL",
+    "eire": "IE",
+    "hellas": "GR",
+}
+"""Colloquial country names that neither pycountry nor its translations list."""
+
+CURRENCY_SYMBOLS: dict[str, str] = {
+    "€": "EUR",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "$": "USD",
+    "us$": "USD",
+    "usd$": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "£": "GBP",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "pound sterling": "GBP",
+    "¥": "JPY",
+    "yen": "JPY",
+    "₹": "INR",
+    "₽": "RUB",
+    "₺": "TRY",
+    "₩": "KRW",
+    "₪": "ILS",
+    "zł": "PLN",
+    "zl": "PLN",
+    "kč": "CZK",
+    "kc": "CZK",
+    "fr.": "CHF",
+    "sfr": "CHF",
+    "chf": "CHF",
+    "r$": "BRL",
+    "a$": "AUD",
+    "au$": "AUD",
+    "c$": "CAD",
+    "ca$": "CAD",
+    "nz$": "NZD",
+    "ft": "HUF",
+}
+"""Currency symbols and everyday names; "$" is taken as US dollars, "kr" is left ambiguous."""
+
+MONTH_NAMES: dict[str, int] = {}
+"""Month names and abbreviations in English, German, French, Spanish, Italian and Dutch."""
+
+_MONTHS_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
+    "en": [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ],
+    "de": [
+        "januar",
+        "februar",
+        "marz",
+        "april",
+        "mai",
+        "juni",
+        "juli",
+        "august",
+        "september",
+        "oktober",
+        "november",
+        "dezember",
+    ],
+    "fr": [
+        "janvier",
+        "fevrier",
+        "mars",
+        "avril",
+        "mai",
+        "juin",
+        "juillet",
+        "aout",
+        "septembre",
+        "octobre",
+        "novembre",
+        "decembre",
+    ],
+    "es": [
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+    ],
+    "it": [
+        "gennaio",
+        "febbraio",
+        "marzo",
+        "aprile",
+        "maggio",
+        "giugno",
+        "luglio",
+        "agosto",
+        "settembre",
+        "ottobre",
+        "novembre",
+        "dicembre",
+    ],
+    "nl": [
+        "januari",
+        "februari",
+        "maart",
+        "april",
+        "mei",
+        "juni",
+        "juli",
+        "augustus",
+        "september",
+        "oktober",
+        "november",
+        "december",
+    ],
+}
+for _names in _MONTHS_BY_LANGUAGE.values():
+    for _number, _name in enumerate(_names, start=1):
+        MONTH_NAMES.setdefault(_name, _number)
+for _number, _name in enumerate(_MONTHS_BY_LANGUAGE["en"], start=1):
+    MONTH_NAMES.setdefault(_name[:3], _number)
+MONTH_NAMES.update({"sept": 9, "maerz": 3, "mrz": 3, "okt": 10, "dez": 12, "mei": 5, "mär": 3})
+
+
+def normalise_key(text: str) -> str:
+    """Lower case, accents stripped, blanks trimmed: the SQL side applies the same steps."""
+    decomposed = unicodedata.normalize("NFKD", text.strip().lower())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def _translations(domain: str) -> list[gettext.NullTranslations]:
+    return [
+        gettext.translation(domain, pycountry.LOCALES_DIR, languages=[language], fallback=True)
+        for language in TRANSLATED_LANGUAGES
+    ]
+
+
+@cache
+def country_table() -> dict[str, str]:
+    """Every accepted spelling (normalised) → ISO 3166-1 alpha-2."""
+    table: dict[str, str] = {}
+    translations = _translations("iso3166-1")
+    for country in pycountry.countries:
+        names = {country.alpha_2, country.alpha_3, country.name}
+        for attribute in ("official_name", "common_name"):
+            if hasattr(country, attribute):
+                names.add(getattr(country, attribute))
+        for translation in translations:
+            names.add(translation.gettext(country.name))
+            if hasattr(country, "official_name"):
+                names.add(translation.gettext(country.official_name))
+        for name in names:
+            table.setdefault(normalise_key(name), country.alpha_2)
+    for alias, code in COUNTRY_ALIASES.items():
+        table[normalise_key(alias)] = code
+    # Codes win over names that happen to spell the same.
+    for country in pycountry.countries:
+        table[normalise_key(country.alpha_3)] = country.alpha_2
+    for country in pycountry.countries:
+        table[normalise_key(country.alpha_2)] = country.alpha_2
+    return table
+
+
+@cache
+def currency_table() -> dict[str, str]:
+    """Every accepted spelling (normalised) → ISO 4217 code."""
+    table: dict[str, str] = {}
+    for currency in pycountry.currencies:
+        table.setdefault(normalise_key(currency.alpha_3), currency.alpha_3)
+        table.setdefault(normalise_key(currency.name), currency.alpha_3)
+    for symbol, code in CURRENCY_SYMBOLS.items():
+        table[normalise_key(symbol)] = code
+    return table
+
+
+@cache
+def language_table() -> dict[str, str]:
+    """Every accepted spelling (normalised) → ISO 639-1 code (ISO 639-3 where there is none)."""
+    table: dict[str, str] = {}
+    translations = _translations("iso639-3")
+    for language in pycountry.languages:
+        code = getattr(language, "alpha_2", None) or language.alpha_3
+        names = {language.alpha_3, language.name}
+        if hasattr(language, "alpha_2"):
+            names.add(language.alpha_2)
+        if hasattr(language, "bibliographic"):
+            names.add(language.bibliographic)
+        # Only languages with a two-letter code are translated: the others are rare in exports
+        # and their translated names collide with common ones.
+        if hasattr(language, "alpha_2"):
+            for translation in translations:
+                names.add(translation.gettext(language.name))
+        for name in names:
+            table.setdefault(normalise_key(name), code)
+    # Native names of the languages guests most often state.
+    for native, code in {
+        "deutsch": "de",
+        "english": "en",
+        "francais": "fr",
+        "espanol": "es",
+        "italiano": "it",
+        "nederlands": "nl",
+        "portugues": "pt",
+        "polski": "pl",
+        "dansk": "da",
+        "svenska": "sv",
+        "norsk": "no",
+    }.items():
+        table[native] = code
+    # Codes win over names that happen to spell the same ("En" is a language of Vietnam).
+    for language in pycountry.languages:
+        if hasattr(language, "alpha_2"):
+            table[normalise_key(language.alpha_3)] = language.alpha_2
+    for language in pycountry.languages:
+        if hasattr(language, "alpha_2"):
+            table[normalise_key(language.alpha_2)] = language.alpha_2
+    return table

@@ -1,0 +1,109 @@
+"""DuckDB macros and reference tables the compiled mapping SQL calls.
+
+Each conversion returns NULL when it cannot read its input; the compiler turns "input present,
+result NULL" into a quarantine reason. Installed on every connection that runs mapping SQL.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from connector.mapping.reference_data import (
+    MONTH_NAMES,
+    country_table,
+    currency_table,
+    language_table,
+)
+
+TRUE_WORDS = ("t", "true", "y", "yes", "1", "ja", "j", "oui", "si", "sí", "x", "on")
+FALSE_WORDS = ("f", "false", "n", "no", "0", "nein", "non", "off")
+
+_MACROS = f"""
+CREATE OR REPLACE MACRO pms_key(x) AS strip_accents(lower(trim(x)));
+CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
+    CASE WHEN decimal_comma
+         THEN replace(replace(replace(trim(x), ' ', ''), '.', ''), ',', '.')
+         ELSE replace(trim(x), ' ', '') END;
+CREATE OR REPLACE MACRO pms_number(x, decimal_comma) AS
+    TRY_CAST(pms_number_text(x, decimal_comma) AS DOUBLE);
+CREATE OR REPLACE MACRO pms_integer(x, decimal_comma) AS
+    CASE WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
+              AND abs(pms_number(x, decimal_comma)) < 9e15
+         THEN CAST(pms_number(x, decimal_comma) AS BIGINT) END;
+CREATE OR REPLACE MACRO pms_format_number(x, decimal_comma) AS
+    CASE WHEN pms_number(x, decimal_comma) IS NULL THEN x
+         WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
+              AND abs(pms_number(x, decimal_comma)) < 9e15
+         THEN CAST(CAST(pms_number(x, decimal_comma) AS BIGINT) AS VARCHAR)
+         ELSE CAST(pms_number(x, decimal_comma) AS VARCHAR) END;
+CREATE OR REPLACE MACRO pms_boolean(x) AS
+    CASE WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in TRUE_WORDS)}) THEN true
+         WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in FALSE_WORDS)}) THEN false
+    END;
+CREATE OR REPLACE MACRO pms_iso_date(x) AS
+    coalesce(TRY_CAST(trim(x) AS DATE), CAST(TRY_CAST(trim(x) AS TIMESTAMP) AS DATE));
+CREATE OR REPLACE MACRO pms_time_parts(x) AS
+    regexp_extract(
+        lower(replace(trim(x), '.m.', 'm')),
+        '^(\\d{{1,2}})(?:[:.h](\\d{{2}}))?(?::\\d{{2}}(?:\\.\\d+)?)?\\s*(am|pm|a|p|h|uhr)?$',
+        ['h', 'm', 'ap']);
+CREATE OR REPLACE MACRO pms_minutes(x) AS (
+    WITH p AS (SELECT pms_time_parts(x) AS t)
+    SELECT CASE
+        WHEN t.h = '' THEN NULL
+        WHEN t.ap IN ('am', 'a', 'pm', 'p') AND (TRY_CAST(t.h AS INTEGER) NOT BETWEEN 1 AND 12)
+            THEN NULL
+        WHEN TRY_CAST(t.h AS INTEGER) > 23 OR (t.m <> '' AND TRY_CAST(t.m AS INTEGER) > 59) THEN NULL
+        ELSE (CASE WHEN t.ap IN ('pm', 'p') AND TRY_CAST(t.h AS INTEGER) < 12
+                       THEN TRY_CAST(t.h AS INTEGER) + 12
+                   WHEN t.ap IN ('am', 'a') AND TRY_CAST(t.h AS INTEGER) = 12 THEN 0
+                   ELSE TRY_CAST(t.h AS INTEGER) END) * 60
+             + (CASE WHEN t.m = '' THEN 0 ELSE TRY_CAST(t.m AS INTEGER) END)
+    END FROM p);
+CREATE OR REPLACE MACRO pms_hhmm(minutes) AS
+    CASE WHEN minutes IS NOT NULL
+         THEN lpad(CAST(minutes // 60 AS VARCHAR), 2, '0') || ':'
+              || lpad(CAST(minutes % 60 AS VARCHAR), 2, '0') END;
+CREATE OR REPLACE MACRO pms_time(x) AS pms_hhmm(pms_minutes(x));
+CREATE OR REPLACE MACRO pms_half_hour(x) AS
+    CASE WHEN pms_minutes(x) IS NOT NULL
+         THEN pms_hhmm(least(CAST(round(pms_minutes(x) / 30.0) AS INTEGER) * 30, 23 * 60 + 30))
+    END;
+CREATE OR REPLACE MACRO pms_month(x) AS
+    coalesce(
+        CASE WHEN TRY_CAST(trim(x) AS INTEGER) BETWEEN 1 AND 12 THEN TRY_CAST(trim(x) AS INTEGER) END,
+        (SELECT number FROM pms_months WHERE key = rtrim(pms_key(x), '.')));
+CREATE OR REPLACE MACRO pms_country(x) AS (SELECT code FROM pms_countries WHERE key = pms_key(x));
+CREATE OR REPLACE MACRO pms_currency(x) AS
+    (SELECT code FROM pms_currencies WHERE key = pms_key(x));
+CREATE OR REPLACE MACRO pms_language(x) AS coalesce(
+    (SELECT code FROM pms_languages WHERE key = pms_key(x)),
+    (SELECT code FROM pms_languages
+        WHERE key = pms_key(regexp_extract(trim(x), '^([A-Za-z]{{2,3}})[-_][A-Za-z]{{2,4}}$', 1))));
+"""
+
+
+def _table(connection: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> None:
+    connection.register("_pms_sync_reference", frame)
+    try:
+        connection.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM _pms_sync_reference")
+    finally:
+        connection.unregister("_pms_sync_reference")
+
+
+def install(connection: duckdb.DuckDBPyConnection) -> None:
+    """Create the reference tables and macros on a connection."""
+    connection.execute("SET TimeZone = 'UTC'")
+    for name, table in (
+        ("pms_countries", country_table()),
+        ("pms_currencies", currency_table()),
+        ("pms_languages", language_table()),
+    ):
+        frame = pd.DataFrame({"key": list(table), "code": list(table.values())}, dtype=object)
+        _table(connection, name, frame)
+    months = pd.DataFrame({"key": list(MONTH_NAMES), "number": list(MONTH_NAMES.values())}).astype(
+        {"key": object}
+    )
+    _table(connection, "pms_months", months)
+    connection.execute(_MACROS)

@@ -1,0 +1,189 @@
+"""Checking every mapped document against the contract and splitting records from quarantine.
+
+pydantic parses each document straight from the JSON DuckDB built (no intermediate dicts);
+the canonical payload and hash are computed from the validated model, exactly as the diff and
+the push expect them (``connector.canonical``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from connector.canonical import canonical_json, content_hash
+from connector.contract import RESOURCES, Entity
+from connector.mapping.compiler import ERROR_KEY, VALUE_KEY
+from connector.records import (
+    QUARANTINE_COLUMNS,
+    RECORD_COLUMNS,
+    MappedRecords,
+    empty_quarantine,
+    empty_records,
+)
+from connector.secrets import is_sensitive, mask_value
+
+DUPLICATE_REASON = "duplicate key with conflicting content"
+MISSING_REASON = "missing required value"
+
+
+@dataclass
+class MappedRows:
+    """One row per candidate record, as the entity query returns them."""
+
+    account_id: Sequence[str | None]
+    record_id: Sequence[str | None]
+    doc: Sequence[str | None]
+    variants: Sequence[int]
+    sources: Sequence[str]
+    row_numbers: Sequence[str]
+    checkin: Any
+    checkout: Any
+
+
+@dataclass
+class _Quarantine:
+    entity: Entity
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def add(
+        self,
+        account_id: str | None,
+        record_id: str | None,
+        source: str,
+        rows: str,
+        path: str,
+        reason: str,
+        value: Any = None,
+    ) -> None:
+        shown = "" if value is None or isinstance(value, dict | list) else str(value)
+        if shown and is_sensitive(path.rsplit(".", 1)[-1]):
+            shown = mask_value(shown)
+        self.rows.append(
+            (
+                self.entity.value,
+                account_id or "",
+                record_id or "",
+                source,
+                rows,
+                path,
+                reason,
+                shown,
+            )
+        )
+
+
+def _describe(problem: dict[str, Any]) -> tuple[str, str, Any]:
+    """The field path, the reason and the offending value of one pydantic error."""
+    path = ".".join(str(part) for part in problem["loc"])
+    value = problem.get("input")
+    if isinstance(value, dict) and ERROR_KEY in value:
+        raw = value.get(VALUE_KEY)
+        member = path.rsplit(".", 1)[-1]
+        reason = str(value[ERROR_KEY])
+        if raw is not None and not is_sensitive(member):
+            reason += f", got {raw!r}"
+        return path, reason, raw
+    if value is None or problem["type"] == "missing":
+        return path, MISSING_REASON, None
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    if isinstance(value, str | int | float | bool) and is_sensitive(path.rsplit(".", 1)[-1]):
+        message = message.replace(repr(value), mask_value(value))
+    return path, message, value
+
+
+def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> MappedRecords:
+    """Contract-valid records and the quarantine of everything else."""
+    model = RESOURCES[entity]
+    validate = model.model_validate_json
+    volatile = tuple(volatile)
+    quarantine = _Quarantine(entity)
+    accounts: list[str] = []
+    ids: list[str] = []
+    payloads: list[str] = []
+    hashes: list[str] = []
+    source_rows: list[str] = []
+    kept: list[int] = []
+    for index, document in enumerate(rows.doc):
+        account_id = rows.account_id[index]
+        record_id = rows.record_id[index]
+        source = rows.sources[index]
+        numbers = rows.row_numbers[index]
+        if account_id is None or account_id == "":
+            quarantine.add(
+                None,
+                record_id,
+                source,
+                numbers,
+                "accountId",
+                "no account for this record (the account expression gave no value)",
+            )
+            continue
+        if record_id is None or record_id.strip() == "":
+            quarantine.add(account_id, None, source, numbers, "id", MISSING_REASON)
+            continue
+        if rows.variants[index] > 1:
+            quarantine.add(
+                account_id,
+                record_id,
+                source,
+                numbers,
+                "id",
+                f"{DUPLICATE_REASON}: rows {numbers} share id {record_id!r} but map to "
+                "different values",
+                record_id,
+            )
+            continue
+        try:
+            resource = validate(document)  # type: ignore[arg-type]
+        except ValidationError as error:
+            for problem in error.errors(include_url=False):
+                path, reason, value = _describe(problem)
+                quarantine.add(account_id, record_id, source, numbers, path, reason, value)
+            continue
+        data = resource.to_json_dict()
+        payload = canonical_json(data)
+        if volatile:
+            digest = content_hash(data, volatile)
+        else:
+            # Without volatile members the hashed form is the payload itself.
+            digest = hashlib.blake2b(payload.encode(), digest_size=16).hexdigest()
+        accounts.append(account_id)
+        ids.append(resource.id)
+        payloads.append(payload)
+        hashes.append(digest)
+        source_rows.append(f"{source}:{numbers}")
+        kept.append(index)
+
+    records = empty_records()
+    if kept:
+        checkin = pd.to_datetime(pd.Series(rows.checkin).iloc[kept].reset_index(drop=True))
+        checkout = pd.to_datetime(pd.Series(rows.checkout).iloc[kept].reset_index(drop=True))
+        records = pd.DataFrame(
+            {
+                "account_id": pd.Series(accounts, dtype=object),
+                "record_id": pd.Series(ids, dtype=object),
+                "payload": pd.Series(payloads, dtype=object),
+                "content_hash": pd.Series(hashes, dtype=object),
+                "checkin": checkin.astype("datetime64[ns]"),
+                "checkout": checkout.astype("datetime64[ns]"),
+                "source_rows": pd.Series(source_rows, dtype=object),
+            },
+            columns=list(RECORD_COLUMNS),
+        )
+    quarantined = (
+        pd.DataFrame(quarantine.rows, columns=list(QUARANTINE_COLUMNS), dtype=object)
+        if quarantine.rows
+        else empty_quarantine()
+    )
+    return MappedRecords(entity=entity, records=records, quarantine=quarantined)
+
+
+def payload_of(records: MappedRecords, index: int) -> dict[str, Any]:
+    """The resource of one record as a dict (for previews and tests)."""
+    return json.loads(records.records["payload"].iloc[index])

@@ -1,0 +1,130 @@
+"""What every input has in common: its columns known before any row is read, and a load of its
+rows, in bounded chunks, into a DuckDB table whose values are all text.
+
+Every loaded table carries two more columns: ``_src`` (the file, table or query the row came
+from, as shown to users) and ``_row`` (the 1-based data row number in that source), so that a
+quarantined record can point back to the exact lines of the export.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+SOURCE_COLUMN = "_src"
+ROW_COLUMN = "_row"
+META_COLUMNS: tuple[str, ...] = (SOURCE_COLUMN, ROW_COLUMN)
+
+
+def quote_identifier(name: str) -> str:
+    """A DuckDB identifier for any column name, quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Source(abc.ABC):
+    """One named input of a mapping."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @abc.abstractmethod
+    def columns(self) -> list[str]:
+        """The column names, read from the header (or a zero-row query) only."""
+
+    @abc.abstractmethod
+    def load_into(
+        self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
+    ) -> int:
+        """Create ``table`` with every row (text values plus _src and _row); returns the row count."""
+
+    def describe(self) -> str:
+        return self.name
+
+
+def create_text_table(
+    connection: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str]
+) -> None:
+    definitions = ", ".join(f"{quote_identifier(column)} VARCHAR" for column in columns)
+    connection.execute(
+        f"CREATE OR REPLACE TABLE {quote_identifier(table)} "
+        f"({definitions}, {SOURCE_COLUMN} VARCHAR, {ROW_COLUMN} BIGINT)"
+    )
+
+
+def append_frames(
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[str],
+    frames: Iterable[tuple[str, pd.DataFrame]],
+) -> int:
+    """Append text frames chunk by chunk, numbering rows per source label from 1."""
+    create_text_table(connection, table, columns)
+    counts: dict[str, int] = {}
+    total = 0
+    for label, frame in frames:
+        start = counts.get(label, 0)
+        numbers = frame.pop(ROW_COLUMN) if ROW_COLUMN in frame.columns else None
+        chunk = frame.copy()
+        chunk.columns = list(columns)
+        chunk[SOURCE_COLUMN] = label
+        if numbers is None:
+            chunk[ROW_COLUMN] = range(start + 1, start + 1 + len(chunk))
+            counts[label] = start + len(chunk)
+        else:
+            # The source numbered its rows itself (it skipped blank ones).
+            chunk[ROW_COLUMN] = numbers.to_numpy()
+        total += len(chunk)
+        connection.register("_pms_sync_chunk", chunk)
+        try:
+            connection.execute(
+                f"INSERT INTO {quote_identifier(table)} SELECT * FROM _pms_sync_chunk"
+            )
+        finally:
+            connection.unregister("_pms_sync_chunk")
+    return total
+
+
+def text_frame(
+    rows: list[Sequence[Any]], columns: Sequence[str], null_values: set[str]
+) -> pd.DataFrame:
+    """A frame of text values (None for missing) from Python rows of any cell types."""
+    data = {
+        column: [to_text(row[index] if index < len(row) else None, null_values) for row in rows]
+        for index, column in enumerate(columns)
+    }
+    return pd.DataFrame(data, columns=list(columns), dtype=object)
+
+
+def to_text(value: Any, null_values: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """The text form of a cell: what a CSV export of the same value would contain."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return None if value in null_values else value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    if hasattr(value, "isoformat"):
+        try:
+            return value.isoformat(sep=" ")  # datetime
+        except TypeError:
+            return value.isoformat()  # date, time
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def chunked(rows: Iterator[Sequence[Any]], size: int) -> Iterator[list[Sequence[Any]]]:
+    batch: list[Sequence[Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
