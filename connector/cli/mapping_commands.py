@@ -1,9 +1,86 @@
-"""CLI commands of the mapping stage."""
+"""CLI commands of the mapping stage: ``validate`` and ``preview`` a mapping file."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
+
+from connector.contract import Entity
+from connector.errors import PmsSyncError
+from connector.secrets import mask_payload
+
+_ENTITY = click.Choice([entity.value for entity in Entity])
+
+
+def _entities(entity: str | None) -> list[Entity] | None:
+    return [Entity(entity)] if entity else None
+
+
+@click.command("validate")
+@click.argument("mapping_file", type=click.Path(path_type=Path))
+@click.option("--entity", type=_ENTITY, help="Only this entity.")
+@click.option("--errors", "shown", default=10, show_default=True, help="Problems listed.")
+def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
+    """Check a mapping: the file, its inputs, and every record against the contract.
+
+    Exits non-zero when the file or an input is invalid or any record is quarantined.
+    """
+    from connector.mapping import load_mapping, map_records
+
+    try:
+        mapping = load_mapping(mapping_file)
+        click.echo(f"mapping {mapping.name}: file and schema ok")
+        batches = map_records(mapping, entities=_entities(entity))
+    except PmsSyncError as error:
+        raise click.ClickException(str(error)) from None
+    problems = 0
+    for mapped_entity, batch in batches.items():
+        quarantine = batch.quarantine
+        bad_records = quarantine[["account_id", "record_id", "input", "rows"]].drop_duplicates()
+        accounts = ", ".join(batch.accounts) or "-"
+        click.echo(
+            f"{mapped_entity.value}: {len(batch.records)} valid, {len(bad_records)} quarantined "
+            f"({len(quarantine)} problems); accounts: {accounts}"
+        )
+        problems += len(quarantine)
+        for row in quarantine.head(shown).itertuples(index=False):
+            value = f" [value: {row.value}]" if row.value else ""
+            click.echo(f"  {row.input}:{row.rows} {row.field}: {row.reason}{value}")
+    if problems:
+        raise click.ClickException(f"{problems} problem(s) found")
+    click.echo("ok: every record is valid")
+
+
+@click.command("preview")
+@click.argument("mapping_file", type=click.Path(path_type=Path))
+@click.option("--entity", type=_ENTITY, help="Only this entity (default: all).")
+@click.option("-n", "count", default=5, show_default=True, help="Records per entity.")
+def preview(mapping_file: Path, entity: str | None, count: int) -> None:
+    """Show the first mapped records as JSON, with codes and guest contact data masked."""
+    from connector.mapping import load_mapping, map_records
+
+    try:
+        mapping = load_mapping(mapping_file)
+        batches = map_records(mapping, entities=_entities(entity))
+    except PmsSyncError as error:
+        raise click.ClickException(str(error)) from None
+    shown = {
+        mapped_entity.value: [
+            {
+                "accountId": row.account_id,
+                "source": row.source_rows,
+                "resource": mask_payload(json.loads(row.payload)),
+            }
+            for row in batch.records.head(count).itertuples(index=False)
+        ]
+        for mapped_entity, batch in batches.items()
+    }
+    click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the top-level group."""
+    group.add_command(validate)
+    group.add_command(preview)

@@ -68,7 +68,7 @@ class PreparedMapping:
 def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> PreparedMapping:
     """Read every input's header, compile the mapping and check its SQL on zero rows."""
     chosen = [Entity(entity) for entity in entities] if entities is not None else None
-    selected = [entity for entity in mapping.entities if chosen is None or entity in chosen]
+    selected = [entity for entity in mapping.entities.keys() if chosen is None or entity in chosen]  # noqa: SIM118
     sources = {
         name: open_source(name, spec, mapping.base_dir) for name, spec in mapping.inputs.items()
     }
