@@ -103,12 +103,15 @@ def _unit_ids_result(
         records = accommodations.records.records
         known |= set(zip(records["account_id"], records["record_id"], strict=True))
     references = unit_references(mapped.records.records)
-    unknown = references[
+    is_unknown = pd.Series(
         [
             (account, unit) not in known
             for account, unit in zip(references["account_id"], references["unit_id"], strict=True)
-        ]
-    ]
+        ],
+        index=references.index,
+        dtype=bool,
+    )
+    unknown = references.loc[is_unknown]
     return dg.AssetCheckResult(
         passed=unknown.empty,
         # The service refuses such a reservation (400) and it is dead-lettered; the others go.

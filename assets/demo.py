@@ -59,7 +59,8 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
         actions = " ".join(f"{a}={metadata.get(str(a), 0)}" for a in ACTIONS)
         outcomes = " ".join(f"{o}={metadata.get(str(o), 0)}" for o in OUTCOMES)
         pushed += int(metadata.get("requests", 0))
-        lines.append(f"  {key.path[-1]:<22} {actions} | {outcomes}")
+        held = metadata.get("held", 0)
+        lines.append(f"  {key.path[-1]:<22} {actions} held={held} | {outcomes}")
     return lines, pushed
 
 
@@ -104,9 +105,8 @@ def main() -> int:
                         print(
                             f"  ! check {check.check_name} on {check.asset_key.to_user_string()} did not pass"
                         )
-    print(
-        f"changes pushed: {total}" + (" (nothing changed since the last run)" if total == 0 else "")
-    )
+    quiet = total == 0 and not failed
+    print(f"requests sent: {total}" + (" (nothing changed since the last run)" if quiet else ""))
     return 1 if failed else 0
 
 
