@@ -12,7 +12,7 @@ partition range maps, diffs, pushes and reconciles only that window. Each functi
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dagster as dg
 
@@ -284,7 +284,11 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         for message in refused.values():
             context.log.error(message)
         yield dg.MaterializeResult(
-            value=SyncOutcome(dagster_run_id=context.run_id, refused_accounts=refused),
+            value=SyncOutcome(
+                dagster_run_id=context.run.run_id,
+                refused_accounts=refused,
+                accounts=frozenset(mapped.records.accounts),
+            ),
             metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
             check_results=_check_results(keys.synced_accommodations, report, refused),
         )
@@ -335,6 +339,11 @@ def _synced_reservations(
                 "materialize mapped_reservations in the same run",
                 allow_retries=False,
             )
+        if accommodations is not None and mapped.policy.accounts is None:
+            # The plan reconciles only accounts present in its batch; a month whose stays all
+            # left the export holds none, so take the accounts of the full units export too.
+            scope = accommodations.accounts | frozenset(mapped.records.accounts)
+            mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
         report = _sync(connection, mapped, service, snapshot)
         refused = _refused(report)
         for message in refused.values():
@@ -343,7 +352,7 @@ def _synced_reservations(
             metadata=sync_metadata(report, str(Entity.RESERVATION)),
             check_results=_check_results(keys.synced_reservations, report, refused),
         )
-        if accommodations is not None and accommodations.dagster_run_id == context.run_id:
+        if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
             refused = {**accommodations.refused_accounts, **refused}
         _raise_for_problems(report, refused, last_sync=True)
 

@@ -43,7 +43,7 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     """Assets, checks, job, nightly schedule and (with a drop folder) sensor of one connection."""
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
-    job = build_job(connection, partitions)
+    job = build_job(connection)
     sensor = build_sensor(connection, job, partitions)
     return dg.Definitions(
         assets=build_assets(connection, partitions),

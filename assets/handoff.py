@@ -25,3 +25,6 @@ class SyncOutcome:
 
     dagster_run_id: str
     refused_accounts: dict[str, str] = field(default_factory=dict)  # account -> message
+    # Accounts of the full accommodations export: proof that an account's export is present
+    # even when a reservations window holds none of its stays.
+    accounts: frozenset[str] = frozenset()

@@ -12,13 +12,11 @@ def job_name(connection: Connection) -> str:
     return f"{connection.name}_sync"
 
 
-def build_job(
-    connection: Connection, partitions: dg.PartitionsDefinition
-) -> UnresolvedAssetJobDefinition:
+def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
+    # Partitioning is inferred from the selected assets (reservations by month of check-in).
     return dg.define_asset_job(
         job_name(connection),
         selection=dg.AssetSelection.groups(connection.name),
-        partitions_def=partitions,
         description=(
             f"Map {connection.mapping.name}'s export, check it, and push the changes to the "
             "service: accommodations, then reservations of the run's check-in window."

@@ -51,6 +51,7 @@ entities:
       doorCode: door
   reservation:
     input: bookings
+    on_missing: {reservations_on_missing}
     fields:
       id: booking_id
       status: status
@@ -84,9 +85,19 @@ class Export:
     def mapping(self) -> Path:
         return self.folder / "mapping.yaml"
 
-    def write(self, units: list[dict], bookings: list[dict], extra: str = "") -> None:
+    def write(
+        self,
+        units: list[dict],
+        bookings: list[dict],
+        extra: str = "",
+        reservations_on_missing: str = "ignore",
+    ) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.mapping.write_text(MAPPING.format(name=self.name, extra=extra))
+        self.mapping.write_text(
+            MAPPING.format(
+                name=self.name, extra=extra, reservations_on_missing=reservations_on_missing
+            )
+        )
         _write_csv(self.folder / "units.csv", UNIT_COLUMNS, units)
         _write_csv(self.folder / "bookings.csv", BOOKING_COLUMNS, bookings)
 
