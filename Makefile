@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format .
 
 dev: $(STAMP)
-	mkdir -p .dagster_home && cp dagster.yaml .dagster_home/dagster.yaml
+	mkdir -p .dagster_home && cp assets/dagster.yaml .dagster_home/dagster.yaml
 	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml
 
 openapi: $(STAMP)
