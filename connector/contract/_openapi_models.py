@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from connector.contract._base import RequestModel, ResponseModel
 from connector.contract._formats import NonEmptyStr
@@ -141,7 +141,8 @@ class WebhookConfig(RequestModel):
 
     name: NonEmptyStr
     event: OutgoingEventName = Field(strict=False)
-    url: NonEmptyStr = Field(pattern=r"^https?://")
+    # A plain str: NonEmptyStr's own pattern would replace this one (the last pattern wins).
+    url: str = Field(pattern=r"^https?://\S+$")
     conditions: list[WebhookCondition] | None = None
     dataPoints: list[str] | None = None
     isEnabled: bool = True
@@ -152,6 +153,10 @@ class WebhookConfig(RequestModel):
 
 class StoredWebhookConfig(WebhookConfig):
     """A webhook configuration as the service returns it, with its identifier."""
+
+    # Parsed from a response (a dict from JSON): lax like every ResponseModel, so enum members
+    # given as strings validate and members the service adds are kept.
+    model_config = ConfigDict(strict=False, extra="allow")
 
     id: str = Field(alias="_id")
 

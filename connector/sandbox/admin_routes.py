@@ -20,17 +20,39 @@ from connector.sandbox.validation_messages import describe_validation_error
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def _non_negative(value: str | None, name: str) -> int | str | None:
+    """The parsed parameter, None when absent, or the problem with it as a message."""
+    if value is None:
+        return None
+    if not value.isdigit():
+        return f"{name}: expected a non-negative integer, got {value!r}"
+    return int(value)
+
+
 def _records(state: SandboxState) -> Handler:
     async def records(request: Request) -> Response:
-        entity = request.query_params.get("entity")
+        params = request.query_params
+        entity = params.get("entity")
         if entity is not None and entity not in {e.value for e in Entity}:
             return api_error(
                 400,
                 "invalid_request",
                 f"entity: expected accommodation or reservation, got {entity!r}",
             )
-        found = state.store.records(request.query_params.get("accountId"), entity)
-        return JSONResponse({"records": [record.as_json() for record in found]})
+        limit = _non_negative(params.get("limit"), "limit")
+        offset = _non_negative(params.get("offset"), "offset")
+        for problem in (limit, offset):
+            if isinstance(problem, str):
+                return api_error(400, "invalid_request", problem)
+        assert not isinstance(limit, str) and not isinstance(offset, str)
+        account_id = params.get("accountId")
+        found = state.store.records(account_id, entity, limit=limit, offset=offset or 0)
+        return JSONResponse(
+            {
+                "records": [record.as_json() for record in found],
+                "total": state.store.count(account_id, entity),
+            }
+        )
 
     return records
 

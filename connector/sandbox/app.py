@@ -11,7 +11,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Router
-from starlette.types import ASGIApp
 
 from connector.sandbox.admin_routes import admin_routes
 from connector.sandbox.config import SandboxConfig
@@ -29,10 +28,11 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return error_for_path(request.url.path, error.status_code, str(error.detail), error.headers)
 
 
-def create_app(config: SandboxConfig, data_path: Path) -> ASGIApp:
+def create_app(config: SandboxConfig, data_path: Path) -> SandboxMiddleware:
     """The sandbox serving ``config``'s accounts, persisting into ``data_path``.
 
-    The data file is opened here and closed when the server's lifespan ends.
+    The data file is opened here and closed when the server's lifespan ends. The returned
+    application's ``state`` is the :class:`SandboxState` its handlers share.
     """
     store = SandboxStore(data_path)
     state = SandboxState.build(config, store)
@@ -48,5 +48,4 @@ def create_app(config: SandboxConfig, data_path: Path) -> ASGIApp:
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
     )
-    app.state.sandbox = state
     return SandboxMiddleware(app, Router(routes=routes), state)

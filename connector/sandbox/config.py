@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from connector.errors import ConfigError
 from connector.sandbox.faults import FaultSettings
@@ -62,7 +62,13 @@ class SandboxConfig(_ConfigModel):
         default="https://guest.sandbox.invalid",
         description="Base of the guest-app, chat and check-in links the sandbox makes up.",
     )
-    is_demo: bool = Field(default=False, exclude=True)
+    # Private, so that no config file can claim to be the demo and get its secrets printed.
+    _is_demo: bool = PrivateAttr(default=False)
+
+    @property
+    def is_demo(self) -> bool:
+        """The public demo setup, whose credentials may be printed."""
+        return self._is_demo
 
     @model_validator(mode="after")
     def _references_known_accounts(self) -> Self:
@@ -82,7 +88,7 @@ class SandboxConfig(_ConfigModel):
     @classmethod
     def demo(cls) -> SandboxConfig:
         """The public demo setup used when no config file is given."""
-        return cls(
+        config = cls(
             accounts=[
                 AccountConfig(
                     id="demo", name="Demo Hotel", externalId="demo", sync_tokens=[DEMO_SYNC_TOKEN]
@@ -93,8 +99,9 @@ class SandboxConfig(_ConfigModel):
                     client_id=DEMO_CLIENT_ID, client_secret=DEMO_CLIENT_SECRET, accounts=["demo"]
                 )
             ],
-            is_demo=True,
         )
+        config._is_demo = True
+        return config
 
     def account(self, account_id: str) -> AccountConfig | None:
         return next((account for account in self.accounts if account.id == account_id), None)

@@ -72,7 +72,7 @@ class SandboxMiddleware:
         path = scope["path"]
         if fault.kind is FaultKind.TIMEOUT:
             timeout_s = self.state.faults.settings.timeout_s
-            if await _client_gave_up(receive, timeout_s):
+            if await _client_gave_up(receive, timeout_s, self.state):
                 return CLIENT_CLOSED_REQUEST
             response = error_for_path(
                 path, 504, f"Gateway timeout: no answer within {timeout_s:g} s (sandbox fault)"
@@ -92,15 +92,25 @@ class SandboxMiddleware:
         return fault.status
 
 
-async def _client_gave_up(receive: Receive, timeout_s: float) -> bool:
-    """Hang like a stuck server until the client disconnects (True) or ``timeout_s`` passes."""
+async def _client_gave_up(receive: Receive, timeout_s: float, state: SandboxState) -> bool:
+    """Hang like a stuck server until the client disconnects (True), ``timeout_s`` passes or
+    the server stops (False)."""
 
     async def wait_for_disconnect() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
+    waiting = asyncio.ensure_future(wait_for_disconnect())
+    deadline = asyncio.get_running_loop().time() + timeout_s
     try:
-        await asyncio.wait_for(wait_for_disconnect(), timeout_s)
-    except TimeoutError:
+        # Short slices so that a stopping server releases the request at once.
+        while not state.shutting_down:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            done, _ = await asyncio.wait({waiting}, timeout=min(remaining, 0.05))
+            if done:
+                return True
         return False
-    return True
+    finally:
+        waiting.cancel()

@@ -130,6 +130,16 @@ def _token_endpoint(state: SandboxState) -> Handler:
             client.client_secret.encode(), grant.client_secret.encode()
         ):
             return api_error(401, "invalid_client", "Unknown client or wrong client secret")
+        # Token requests count against the client's limits too: the spec advises persisting
+        # tokens precisely to avoid rate limiting.
+        limit = state.rate_limiter.check(client.client_id)
+        if not limit.allowed:
+            return api_error(
+                429,
+                "rate_limited",
+                f"Too many requests: retry after {limit.retry_after_s} s",
+                limit.headers,
+            )
         now = time.time()
         state.store.forget_expired_tokens(now)
         token = AccessToken(
@@ -146,7 +156,7 @@ def _token_endpoint(state: SandboxState) -> Handler:
                 "token_type": "Bearer",
                 "expires_in": client.token_lifetime_s,
             },
-            headers={"Cache-Control": "no-store"},
+            headers={"Cache-Control": "no-store", **limit.headers},
         )
 
     return issue_token

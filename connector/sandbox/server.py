@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
 from connector.errors import PmsSyncError
 from connector.sandbox.app import create_app
 from connector.sandbox.config import SandboxConfig
+from connector.sandbox.state import SandboxState
 from connector.secrets import MASK
 
 GRACEFUL_SHUTDOWN_S = 2
@@ -43,18 +46,31 @@ def base_url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class SandboxServer(uvicorn.Server):
+    """uvicorn's server, telling the sandbox when it stops so hung requests are released."""
+
+    def __init__(self, config: uvicorn.Config, state: SandboxState) -> None:
+        super().__init__(config)
+        self.sandbox_state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.sandbox_state.shutting_down = True
+        super().handle_exit(sig, frame)
+
+
 def build_server(
     config: SandboxConfig, data_path: Path, *, access_log: bool, log_level: str = "warning"
-) -> uvicorn.Server:
+) -> SandboxServer:
     app = create_app(config, data_path)
-    return uvicorn.Server(
+    return SandboxServer(
         uvicorn.Config(
             app,
             access_log=access_log,
             log_level=log_level,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             lifespan="on",
-        )
+        ),
+        app.state,
     )
 
 
@@ -90,7 +106,7 @@ def serve_forever(
     host: str,
     port: int,
     access_log: bool,
-    announce: Callable[[str], None] = print,
+    announce: Callable[[str], None] = lambda text: print(text, flush=True),
 ) -> None:
     """Run the sandbox in the foreground until interrupted (Ctrl-C or SIGTERM)."""
     sock = bind_socket(host, port)
@@ -103,25 +119,25 @@ class BackgroundServer:
     """A sandbox served by uvicorn in a daemon thread of this process."""
 
     def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
+        # The app (and its data file) first: if it cannot open, no socket is left bound.
+        self._server = build_server(config, data_path, access_log=False)
         self._sock = bind_socket(host, port)
         self.base_url = base_url_of(self._sock)
-        self._server = build_server(config, data_path, access_log=False)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
 
     def start(self, timeout_s: float = 10.0) -> None:
         self._thread.start()
-        stopped = threading.Event()
-        for _ in range(int(timeout_s / 0.01)):
-            if self._server.started or not self._thread.is_alive():
-                break
-            stopped.wait(0.01)
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         if not self._server.started:
             self.stop()
             raise SandboxStartError(f"the sandbox did not start within {timeout_s} s")
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        self._server.sandbox_state.shutting_down = True
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)

@@ -19,6 +19,8 @@ class SandboxState:
     rate_limiter: RateLimiter
     stats: RequestStats = field(default_factory=RequestStats)
     sync_token_accounts: dict[str, frozenset[str]] = field(default_factory=dict)
+    shutting_down: bool = False
+    """Set when the server stops: requests hung by a timeout fault are then released."""
 
     @classmethod
     def build(cls, config: SandboxConfig, store: SandboxStore) -> SandboxState:

@@ -189,9 +189,8 @@ class SandboxStore:
                 )
             return WriteOutcome.CREATED if row is None else WriteOutcome.UPDATED
 
-    def records(
-        self, account_id: str | None = None, entity: str | None = None
-    ) -> list[StoredRecord]:
+    @staticmethod
+    def _filter(account_id: str | None, entity: str | None) -> tuple[str, list[str]]:
         clauses, params = [], []
         if account_id is not None:
             clauses.append("account_id = ?")
@@ -199,12 +198,30 @@ class SandboxStore:
         if entity is not None:
             clauses.append("entity = ?")
             params.append(entity)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), params
+
+    def records(
+        self,
+        account_id: str | None = None,
+        entity: str | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[StoredRecord]:
+        """Stored records, oldest first; ``limit``/``offset`` page through large stores."""
+        where, params = self._filter(account_id, entity)
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY first_seq", params
+                f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY first_seq LIMIT ? OFFSET ?",
+                (*params, -1 if limit is None else limit, offset),
             ).fetchall()
         return [StoredRecord(*row) for row in rows]
+
+    def count(self, account_id: str | None = None, entity: str | None = None) -> int:
+        where, params = self._filter(account_id, entity)
+        with self._lock:
+            (total,) = self._db.execute(f"SELECT count(*) FROM records{where}", params).fetchone()
+        return int(total)
 
     def find_records(
         self, account_ids: tuple[str, ...], entity: str, key: str

@@ -27,6 +27,7 @@ from connector.sandbox.config import (
     AccountConfig,
     ClientConfig,
     SandboxConfig,
+    load_config,
 )
 from connector.sandbox.server import BackgroundServer, SandboxStartError
 
@@ -38,28 +39,48 @@ _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
 class SandboxHandle:
-    """A running sandbox: its address and the admin API as methods."""
+    """A running sandbox: its address, an HTTP client bound to it, the admin API as methods."""
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
-        self._admin = httpx.Client(base_url=base_url, timeout=10.0)
+        # One client per sandbox, shared by the tests that use it: creating an httpx.Client
+        # costs tens of milliseconds (its TLS context), more than a request to the sandbox.
+        self.http = httpx.Client(base_url=base_url, timeout=30.0)
 
     def close(self) -> None:
-        self._admin.close()
+        self.http.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._admin.request(method, path, **kwargs)
+        response = self.http.request(method, path, **kwargs)
         response.raise_for_status()
         return response.json()
 
-    def records(self, account_id: str | None = None, entity: str | None = None) -> list[dict]:
+    def records(
+        self,
+        account_id: str | None = None,
+        entity: str | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict]:
         """Stored records with their bookkeeping, oldest first (see docs/sandbox.md)."""
-        params = {
+        return self._records_page(account_id, entity, limit, offset)["records"]
+
+    def count(self, account_id: str | None = None, entity: str | None = None) -> int:
+        """How many records are stored, without fetching them."""
+        return self._records_page(account_id, entity, 0, 0)["total"]
+
+    def _records_page(
+        self, account_id: str | None, entity: str | None, limit: int | None, offset: int
+    ) -> dict[str, Any]:
+        params: dict[str, str | int] = {
             key: value
-            for key, value in (("accountId", account_id), ("entity", entity))
+            for key, value in (("accountId", account_id), ("entity", entity), ("limit", limit))
             if value is not None
         }
-        return self._call("GET", "/_sandbox/records", params=params)["records"]
+        if offset:
+            params["offset"] = offset
+        return self._call("GET", "/_sandbox/records", params=params)
 
     def stats(self) -> dict[str, Any]:
         return self._call("GET", "/_sandbox/stats")
@@ -74,6 +95,18 @@ class SandboxHandle:
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/_sandbox/health")
+
+
+class SandboxProcessHandle(SandboxHandle):
+    """A sandbox running as a child process: the process can be signalled, its log read."""
+
+    def __init__(self, base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        super().__init__(base_url)
+        self.process = process
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
 
 
 def multi_account_config() -> SandboxConfig:
@@ -113,17 +146,23 @@ def multi_account_config() -> SandboxConfig:
 
 @contextlib.contextmanager
 def running_sandbox(
-    data_path: Path, config: SandboxConfig | None = None, port: int = 0
+    data_path: Path, config: SandboxConfig | Path | None = None, port: int = 0
 ) -> Iterator[SandboxHandle]:
-    """Serve a sandbox on loopback from a background thread for the duration of the block."""
+    """Serve a sandbox on loopback from a background thread for the duration of the block.
+
+    ``config`` is a config object, a YAML config file, or None for the demo setup.
+    """
+    if isinstance(config, str | Path):
+        config = load_config(Path(config))
     server = BackgroundServer(config or SandboxConfig.demo(), Path(data_path), LOOPBACK, port)
     server.start()
     handle = SandboxHandle(server.base_url)
     try:
         yield handle
     finally:
-        handle.close()
+        # The server first: a request still in flight on the handle's client gets its answer.
         server.stop()
+        handle.close()
 
 
 def write_config(config: SandboxConfig, path: Path) -> Path:
@@ -139,7 +178,7 @@ def sandbox_process(
     port: int = 0,
     extra_args: tuple[str, ...] = (),
     start_timeout_s: float = 20.0,
-) -> Iterator[SandboxHandle]:
+) -> Iterator[SandboxProcessHandle]:
     """Run ``python -m connector.sandbox`` as a child process for the duration of the block.
 
     Its output goes to ``<data_path>/sandbox.log`` (a pipe left unread could block the server).
@@ -162,11 +201,11 @@ def sandbox_process(
         )
     try:
         base_url = _wait_until_listening(process, log_path, start_timeout_s)
-        handle = SandboxHandle(base_url)
+        process_handle = SandboxProcessHandle(base_url, process, log_path)
         try:
-            yield handle
+            yield process_handle
         finally:
-            handle.close()
+            process_handle.close()
     finally:
         if process.poll() is None:
             process.terminate()

@@ -1,0 +1,24 @@
+"""Shared fixtures: one real sandbox server for the whole test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHandle]:
+    """A sandbox served over loopback for the session: the demo account (``demo`` /
+    ``demo-token`` / ``demo-client``) plus two hotels (see ``multi_account_config``)."""
+    with running_sandbox(tmp_path_factory.mktemp("sandbox"), multi_account_config()) as handle:
+        yield handle
+
+
+@pytest.fixture
+def clean_sandbox(sandbox: SandboxHandle) -> SandboxHandle:
+    """The shared sandbox with no records, no webhook configurations, no stats and no faults."""
+    sandbox.reset()
+    return sandbox
