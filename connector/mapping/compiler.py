@@ -2,9 +2,10 @@
 
 Each entity becomes one query. A scope (the rows of an input, with its joins and filter) is
 compiled to three stages: raw text of every field, its converted value, and the JSON document.
-A value that cannot be converted becomes a marker object ``{"$error": reason, "$value": text}``
-in the document; the contract rejects it as the wrong type, and the validator reports the
-marker's reason at the exact field path. The contract stays the single authority on validity.
+Documents are DuckDB structs turned into JSON once per record. A value that cannot be converted
+(a date that does not exist, an unknown country, "25pm") is reported in the row's error list
+with the field path, the reason and the input row, and its record is quarantined; every other
+record is then validated by the contract, which stays the final authority on validity.
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ from connector.mapping.model import (
 )
 from connector.secrets import is_sensitive
 from connector.sources.base import ROW_COLUMN, SOURCE_COLUMN, quote_identifier
-
-ERROR_KEY = "$error"
-VALUE_KEY = "$value"
 
 MemberPath = tuple[str | int, ...]
 
@@ -103,9 +101,8 @@ class Scope:
 
 @dataclass
 class Leaf:
-    raw: str  # stage-1 column name: text before conversion
-    value: str  # stage-2 column name: converted value
-    json: str  # JSON expression over the stage columns
+    raw: str  # stage-1 column: the text before conversion
+    sql: str  # the final value, an expression over the stage columns
 
 
 class ScopeCompiler:
@@ -118,7 +115,9 @@ class ScopeCompiler:
         self.raw_columns: list[str] = []  # "expr AS name" for stage 1
         self.value_columns: list[str] = []  # stage 2
         self.child_joins: list[str] = []  # LEFT JOIN clauses of child aggregates
-        self.child_columns: list[str] = []
+        self.failed_flags: list[str] = []  # conditions: a conversion failed
+        self.error_items: list[str] = []  # error structs, one per fallible leaf
+        self.child_errors: list[str] = []  # error lists of child aggregates
         self.leaf_log: list[tuple[Leaf, bool]] = []  # every leaf, and whether it is a constant
 
     # ----------------------------------------------------------------- column references
@@ -204,7 +203,7 @@ class ScopeCompiler:
                 if expression.map_default is not None
                 else sql
             )
-            sql = f"CASE WHEN {sql} IS NULL THEN NULL {cases} ELSE {otherwise} END"
+            sql = f"CASE WHEN {sql} IS NULL THEN NULL ELSE (CASE {sql} {cases} ELSE {otherwise} END) END"
         if expression.lookup is not None:
             table = self.compiler.lookup_table(expression.lookup, (*member, "lookup"))
             looked_up = f"(SELECT value FROM {table} WHERE key = {sql})"
@@ -309,11 +308,12 @@ class ScopeCompiler:
         implied, is_list = target_conversion(info) if info is not None else ("string", False)
         target = expression.as_ or implied
         index = self.compiler.next_index()
-        raw_name, value_name = f"r{index}", f"v{index}"
+        raw_name, converted_name = f"r{index}", f"c{index}"
         self.raw_columns.append(f"{self.text(expression, member)} AS {raw_name}")
         converted, reason = self.convert(raw_name, expression, target)
-        rendered = self.render(converted, target)
-        days_error = "false"
+        self.value_columns.append(f"{converted} AS {converted_name}")
+        rendered = self.render(converted_name, target)
+        failed = f"({raw_name} IS NOT NULL AND {converted_name} IS NULL)"
         if expression.add_days is not None:
             if target not in ("date", "datetime"):
                 raise self.compiler.error("add_days applies to a date", (*member, "add_days"))
@@ -322,12 +322,14 @@ class ScopeCompiler:
             )
             days_name = f"d{index}"
             self.raw_columns.append(f"{days_text} AS {days_name}")
-            days = f"pms_integer({days_name}, false)"
-            rendered = self.render(f"({converted} + to_days(CAST({days} AS INTEGER)))", target)
-            days_error = f"({days_name} IS NOT NULL AND {days} IS NULL)"
+            self.value_columns.append(f"pms_integer({days_name}, false) AS {days_name}c")
+            rendered = self.render(
+                f"({converted_name} + to_days(CAST({days_name}c AS INTEGER)))", target
+            )
+            failed = f"({failed} OR ({days_name} IS NOT NULL AND {days_name}c IS NULL))"
             reason = (
-                f"CASE WHEN {days_error} THEN 'expected a whole number of days to add, got ' "
-                f"|| {days_name} ELSE {reason} END"
+                f"CASE WHEN {days_name} IS NOT NULL AND {days_name}c IS NULL "
+                f"THEN 'expected a whole number of days to add' ELSE {reason} END"
             )
         if expression.split is not None:
             rendered = (
@@ -337,19 +339,36 @@ class ScopeCompiler:
             rendered = f"CASE WHEN len({rendered}) > 0 THEN {rendered} END"
         elif is_list:
             rendered = f"CASE WHEN {rendered} IS NOT NULL THEN list_value({rendered}) END"
-        self.value_columns.append(f"{rendered} AS {value_name}")
-        shown = "'***'" if is_sensitive(path.rsplit(".", 1)[-1]) else raw_name
-        failed = f"(({raw_name} IS NOT NULL AND {converted} IS NULL) OR {days_error})"
-        json = (
-            f"CASE WHEN {failed} THEN json_object('{ERROR_KEY}', {reason}, "
-            f"'{VALUE_KEY}', {shown}) ELSE to_json({value_name}) END"
-        )
-        if reason == "NULL":  # conversions that cannot fail
-            json = f"to_json({value_name})"
+        if reason != "NULL":  # conversions that can fail
+            self.failed_flags.append(failed)
+            sensitive = is_sensitive(path.rsplit(".", 1)[-1])
+            shown = "'***'" if sensitive else raw_name
+            told = reason if sensitive else f"concat({reason}, ', got ''', {raw_name}, '''')"
+            self.error_items.append(
+                f"CASE WHEN {failed} THEN struct_pack(path := {lit(path)}, reason := {told}, "
+                f"value := {shown}, src := {SOURCE_COLUMN}, rownum := {ROW_COLUMN}) END"
+            )
         self.compiler.volatile_check(expression, path)
-        leaf = Leaf(raw=raw_name, value=value_name, json=json)
+        leaf = Leaf(raw=raw_name, sql=rendered)
         self.leaf_log.append((leaf, expression.source == "constant"))
         return leaf
+
+    def errors(self) -> str:
+        """SQL of this scope's row-level error list (NULL when the row converted cleanly)."""
+        lists = []
+        if self.error_items:
+            any_failed = " OR ".join(self.failed_flags)
+            items = (
+                f"list_filter(list_value({', '.join(self.error_items)}), lambda e: e IS NOT NULL)"
+            )
+            lists.append(f"CASE WHEN {any_failed} THEN {items} END")
+        lists.extend(self.child_errors)
+        if not lists:
+            return "NULL"
+        if len(lists) == 1:
+            return lists[0]
+        combined = f"list_concat({', '.join(f'coalesce({item}, [])' for item in lists)})"
+        return f"nullif({combined}, [])"
 
     # ------------------------------------------------------------------ objects
 
@@ -362,10 +381,11 @@ class ScopeCompiler:
         *,
         skip: tuple[str, ...] = (),
         required: bool = True,
+        extra: dict[str, str] | None = None,
     ) -> str:
-        """SQL of a JSON object with every mapped member of ``contract``."""
+        """SQL of a struct with every mapped member of ``contract`` (to_json'd once per record)."""
         parts: list[str] = []
-        optional_parts: list[str] = []
+        values: list[str] = []
         for name, info in contract.model_fields.items():
             if name in skip:
                 continue
@@ -377,22 +397,28 @@ class ScopeCompiler:
             shape, sub = field_shape(info.annotation)
             if shape == "object":
                 sql = self.document(
-                    value, sub, child_member, child_path, required=info.is_required()
-                )  # type: ignore[arg-type]
+                    value,
+                    sub,  # type: ignore[arg-type]
+                    child_member,
+                    child_path,
+                    required=info.is_required(),
+                )
             elif shape == "object_list":
                 sql = self.object_list(value, sub, child_member, child_path)  # type: ignore[arg-type]
             else:
-                sql = self.leaf(value, info, child_member, child_path).json
-            parts.append(f"'{name}', {sql}")
-            optional_parts.append(sql)
+                sql = self.leaf(value, info, child_member, child_path).sql
+            parts.append(f'"{name}" := {sql}')
+            values.append(sql)
+        for name, sql in (extra or {}).items():
+            parts.append(f'"{name}" := {sql}')
         if not parts:
-            return "NULL::JSON" if not required else "json_object()"
-        obj = f"json_object({', '.join(parts)})"
+            return "NULL"
+        obj = f"struct_pack({', '.join(parts)})"
         if required:
             return obj
         # An optional object with no value at all is left out rather than sent empty.
-        none = " AND ".join(f"({sql}) IS NULL" for sql in optional_parts)
-        return f"CASE WHEN {none} THEN NULL::JSON ELSE {obj} END"
+        none = " AND ".join(f"({sql}) IS NULL" for sql in values)
+        return f"CASE WHEN {none} THEN NULL ELSE {obj} END"
 
     def object_list(self, value: Any, item: type[BaseModel], member: MemberPath, path: str) -> str:
         if isinstance(value, list):
@@ -408,7 +434,7 @@ class ScopeCompiler:
                 keep = " OR ".join(f"{leaf.raw} IS NOT NULL" for leaf in fed)
                 items.append(f"CASE WHEN {keep} THEN {obj} END")
             listed = f"list_filter(list_value({', '.join(items)}), lambda x: x IS NOT NULL)"
-            return f"CASE WHEN len({listed}) > 0 THEN to_json({listed}) END"
+            return f"CASE WHEN len({listed}) > 0 THEN {listed} END"
         assert isinstance(value, RowsBlock)
         if value.input is None:
             raise self.compiler.error(
@@ -578,15 +604,20 @@ class Compiler:
                 *child.raw_columns,
             ]
         )
-        values = ", ".join(["*", *child.value_columns]) if child.value_columns else "*"
+        values = ", ".join(["*", *child.value_columns])
         self._ctes.append(
-            f"{name}_raw AS (SELECT {stage1} FROM {quote_identifier(table_name(block.input))} "
+            f"{name}_raw AS NOT MATERIALIZED (SELECT {stage1} FROM {quote_identifier(table_name(block.input))} "
             f"AS {scope.alias} {' '.join(child.child_joins)} WHERE {where})"
         )
-        self._ctes.append(f"{name}_val AS (SELECT {values} FROM {name}_raw)")
+        self._ctes.append(f"{name}_val AS NOT MATERIALIZED (SELECT {values} FROM {name}_raw)")
         self._ctes.append(
-            f"{name} AS (SELECT {key_list}, to_json(list({document} ORDER BY {SOURCE_COLUMN}, "
-            f"{ROW_COLUMN})) AS items FROM {name}_val GROUP BY {key_list})"
+            f"{name}_doc AS NOT MATERIALIZED (SELECT {key_list}, {SOURCE_COLUMN}, {ROW_COLUMN}, "
+            f"{document} AS item, {child.errors()} AS errs FROM {name}_val)"
+        )
+        self._ctes.append(
+            f"{name} AS NOT MATERIALIZED (SELECT {key_list}, list(item ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}) "
+            f"AS items, flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errs "
+            f"FROM {name}_doc GROUP BY {key_list})"
         )
         join_alias = f"{name}_j"
         on = " AND ".join(
@@ -594,9 +625,10 @@ class Compiler:
             for position, (_, parent_ref) in enumerate(keys)
         )
         parent.child_joins.append(f"LEFT JOIN {name} AS {join_alias} ON {on}")
-        column = f"{name}_items"
-        parent.raw_columns.append(f"{join_alias}.items AS {column}")
-        return column
+        parent.raw_columns.append(f"{join_alias}.items AS {name}_items")
+        parent.raw_columns.append(f"nullif({join_alias}.errs, []) AS {name}_errs")
+        parent.child_errors.append(f"{name}_errs")
+        return f"{name}_items"
 
     # ------------------------------------------------------------------ entities
 
@@ -616,9 +648,9 @@ class Compiler:
         if entity == Entity.ACCOMMODATION:
             from connector.contract import Accommodation
 
-            document = compiler.document(fields, Accommodation, fields_member, "")
-            if fields.status is None:  # the engine's default: a unit in the export is active
-                document = f"json_merge_patch({document}, json_object('status', 'ACTIVE'))"
+            # The engine's default status: a unit present in the export is active.
+            extra = {"status": "'ACTIVE'"} if fields.status is None else None
+            document = compiler.document(fields, Accommodation, fields_member, "", extra=extra)
             units = "NULL"
         else:
             document = compiler.document(
@@ -647,16 +679,16 @@ class Compiler:
         values = ", ".join(["*", *compiler.value_columns])
         ctes = list(self._ctes)
         ctes.append(
-            f"raw AS (SELECT {stage1} FROM {quote_identifier(table_name(spec.input))} AS "
+            f"raw AS NOT MATERIALIZED (SELECT {stage1} FROM {quote_identifier(table_name(spec.input))} AS "
             f"{scope.alias} {' '.join(join_clauses)} {' '.join(compiler.child_joins)} "
             f"WHERE {where})"
         )
-        ctes.append(f"val AS (SELECT {values} FROM raw)")
+        ctes.append(f"val AS NOT MATERIALIZED (SELECT {values} FROM raw)")
         ctes.append(
-            f"rows AS (SELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
-            f"CAST({account.value} AS VARCHAR) AS account_id, "
-            f"CAST({record_id.value} AS VARCHAR) AS record_id, "
-            f"{document} AS doc, {units} AS unit FROM val)"
+            f"rows AS NOT MATERIALIZED (SELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
+            f"CAST({account.sql} AS VARCHAR) AS account_id, "
+            f"CAST({record_id.sql} AS VARCHAR) AS record_id, "
+            f"{document} AS doc, {units} AS unit, {compiler.errors()} AS errs FROM val)"
         )
         sql = "WITH " + ",\n".join(ctes) + "\n" + _GROUPING[entity]
         return EntityQuery(entity, sql, spec.input, sorted(set(self._volatile)))
@@ -674,37 +706,40 @@ _GROUP_KEY = (
     f"THEN {SOURCE_COLUMN} || ':' || {ROW_COLUMN} END"
 )
 
+_ERRORS = "flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errors"
+# Aggregates without ORDER BY (ordered aggregates are slow); order is restored on the lists.
+_COMMON = f"""
+       min(hash(doc)) <> max(hash(doc)) AS conflicting,
+       {_ERRORS},
+       min({SOURCE_COLUMN}) AS sources,
+       array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers,
+       min({SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')) AS first_row"""
+
 _GROUPING: dict[Entity, str] = {
     Entity.ACCOMMODATION: f"""
-SELECT account_id, record_id,
-       any_value(doc ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}) AS doc,
-       count(DISTINCT doc) AS variants,
-       string_agg(DISTINCT {SOURCE_COLUMN}, ';') AS sources,
-       string_agg(CAST({ROW_COLUMN} AS VARCHAR), ',' ORDER BY {ROW_COLUMN}) AS row_numbers,
-       NULL::DATE AS checkin, NULL::DATE AS checkout,
-       min({SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')) AS first_row
+SELECT account_id, record_id, to_json(any_value(doc)) AS doc, {_COMMON},
+       NULL::DATE AS checkin, NULL::DATE AS checkout
 FROM rows GROUP BY {_GROUP_KEY}
 ORDER BY first_row
 """,
     Entity.RESERVATION: f"""
-, units AS (
-  SELECT *, row_number() OVER (
-      PARTITION BY {_GROUP_KEY}, unit ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}) = 1 AS first_of_unit
-  FROM rows
+, grouped AS (
+  SELECT account_id, record_id, any_value(doc) AS doc, {_COMMON},
+         list_sort(list(struct_pack(
+             position := {SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0'),
+             unit := unit))) AS positioned,
+         min(TRY_CAST(unit.checkin AS DATE)) AS checkin,
+         max(TRY_CAST(unit.checkout AS DATE)) AS checkout
+  FROM rows GROUP BY {_GROUP_KEY}
 )
 SELECT account_id, record_id,
-       json_merge_patch(
-           any_value(doc ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}),
-           json_object('unitReservations', to_json(
-               list(unit ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}) FILTER (WHERE first_of_unit)))
-       ) AS doc,
-       count(DISTINCT doc) AS variants,
-       string_agg(DISTINCT {SOURCE_COLUMN}, ';') AS sources,
-       string_agg(CAST({ROW_COLUMN} AS VARCHAR), ',' ORDER BY {ROW_COLUMN}) AS row_numbers,
-       min(TRY_CAST(unit ->> 'checkin' AS DATE)) AS checkin,
-       max(TRY_CAST(unit ->> 'checkout' AS DATE)) AS checkout,
-       min({SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')) AS first_row
-FROM units GROUP BY {_GROUP_KEY}
+       to_json(struct_insert(doc, "unitReservations" := list_transform(
+           -- identical rows (an export listing a line twice) give one unit reservation
+           list_filter(positioned, lambda p, i: list_position(
+               list_transform(positioned, lambda q: q.unit), p.unit) = i),
+           lambda p: p.unit))) AS doc,
+       conflicting, errors, sources, row_numbers, first_row, checkin, checkout
+FROM grouped
 ORDER BY first_row
 """,
 }

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import RESOURCES, Entity
-from connector.mapping.compiler import ERROR_KEY, VALUE_KEY
 from connector.records import (
     QUARANTINE_COLUMNS,
     RECORD_COLUMNS,
@@ -39,7 +38,8 @@ class MappedRows:
     account_id: Sequence[str | None]
     record_id: Sequence[str | None]
     doc: Sequence[str | None]
-    variants: Sequence[int]
+    conflicting: Sequence[bool]
+    errors: Sequence[list[dict[str, Any]] | None]
     sources: Sequence[str]
     row_numbers: Sequence[str]
     checkin: Any
@@ -82,13 +82,6 @@ def _describe(problem: dict[str, Any]) -> tuple[str, str, Any]:
     """The field path, the reason and the offending value of one pydantic error."""
     path = ".".join(str(part) for part in problem["loc"])
     value = problem.get("input")
-    if isinstance(value, dict) and ERROR_KEY in value:
-        raw = value.get(VALUE_KEY)
-        member = path.rsplit(".", 1)[-1]
-        reason = str(value[ERROR_KEY])
-        if raw is not None and not is_sensitive(member):
-            reason += f", got {raw!r}"
-        return path, reason, raw
     if value is None or problem["type"] == "missing":
         return path, MISSING_REASON, None
     message = str(problem["msg"]).removeprefix("Value error, ")
@@ -127,7 +120,7 @@ def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> 
         if record_id is None or record_id.strip() == "":
             quarantine.add(account_id, None, source, numbers, "id", MISSING_REASON)
             continue
-        if rows.variants[index] > 1:
+        if rows.conflicting[index]:
             quarantine.add(
                 account_id,
                 record_id,
@@ -138,6 +131,19 @@ def validate_rows(entity: Entity, rows: MappedRows, volatile: Sequence[str]) -> 
                 "different values",
                 record_id,
             )
+            continue
+        conversion_errors = rows.errors[index]
+        if conversion_errors:
+            for item in conversion_errors:
+                quarantine.add(
+                    account_id,
+                    record_id,
+                    item["src"],
+                    str(item["rownum"]),
+                    item["path"],
+                    item["reason"],
+                    item["value"],
+                )
             continue
         try:
             resource = validate(document)  # type: ignore[arg-type]
