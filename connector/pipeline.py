@@ -45,6 +45,7 @@ class SyncReport:
     snapshot: str
     quarantine: dict[str, int] = field(default_factory=dict)  # per entity
     quarantine_sample: list[dict[str, Any]] = field(default_factory=list)  # values masked
+    dead_letters: dict[str, int] = field(default_factory=dict)  # held in the snapshot, per status
 
     @property
     def counts(self) -> dict[str, int]:
@@ -111,6 +112,7 @@ class SyncReport:
                 for d in self.push.disagreements[:_SAMPLE]
             ],
             "disagreements_total": len(self.push.disagreements),
+            "dead_letters": self.dead_letters,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,
         }
@@ -205,6 +207,7 @@ def sync_batches(
             snapshot=snapshot.location,
             quarantine=_quarantine_counts(batches),
             quarantine_sample=_quarantine_sample(batches),
+            dead_letters=_dead_letter_summary(snapshot),
         )
         _record_run(snapshot, report)
     return report
@@ -252,6 +255,13 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
             counts=tuple(counts),
         )
     )
+
+
+def _dead_letter_summary(snapshot: SnapshotStore) -> dict[str, int]:
+    letters = snapshot.dead_letters()
+    if letters.empty:
+        return {}
+    return {str(status): int(n) for status, n in letters["http_status"].value_counts().items()}
 
 
 def _quarantine_counts(batches: Mapping[Entity, MappedRecords]) -> dict[str, int]:

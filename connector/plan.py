@@ -49,6 +49,8 @@ _STATUS_AFTER_ACTION: dict[str, RecordStatus] = {
     Action.DEACTIVATE: RecordStatus.DEACTIVATED,
     Action.CANCEL: RecordStatus.CANCELLED,
 }
+URGENCY_CLASSES: tuple[str, ...] = ("unit", "upcoming", "past")
+"""Delivery classes in the order they are sent (see :func:`delivery_order`)."""
 _ENTITY_ORDER: tuple[Entity, ...] = (Entity.ACCOMMODATION, Entity.RESERVATION)
 
 CHANGE_COLUMNS: tuple[str, ...] = (
@@ -143,6 +145,12 @@ class Plan:
     def request_count(self) -> int:
         return len(self.changes)
 
+    @property
+    def by_urgency(self) -> dict[str, int]:
+        """Requests to send per delivery class (``unit``, ``upcoming``, ``past``)."""
+        found = self.changes["urgency"].value_counts() if len(self.changes) else {}
+        return {urgency: int(found.get(urgency, 0)) for urgency in URGENCY_CLASSES}
+
     def counts_by(self, entity: Entity, account_id: str) -> dict[str, int]:
         rows = self.tally[
             (self.tally["entity"] == entity) & (self.tally["account_id"] == account_id)
@@ -170,6 +178,7 @@ class Plan:
             "held": self.held,
             "requests": self.request_count,
             "by_entity": per_entity,
+            "by_urgency": self.by_urgency,
             "accounts": self.accounts,
             "window": (
                 {"start": self.window.start.isoformat(), "end": self.window.end.isoformat()}
@@ -294,7 +303,7 @@ def delivery_order(changes: pd.DataFrame, today: date) -> pd.DataFrame:
     frame["urgency"] = "past"
     frame.loc[upcoming, "urgency"] = "upcoming"
     frame.loc[is_unit, "urgency"] = "unit"
-    rank = frame["urgency"].map({"unit": 0, "upcoming": 1, "past": 2})
+    rank = frame["urgency"].map({name: i for i, name in enumerate(URGENCY_CLASSES)})
     # Past stays most recent first: sort on the negated check-in (NaT last).
     day = (checkin - pd.Timestamp(today)).dt.days.astype("float")
     key = day.where(frame["urgency"] != "past", -day).fillna(float("inf"))

@@ -185,6 +185,9 @@ async def _push_phase(
     queue: asyncio.Queue[_Change] = asyncio.Queue()
     for change in phase:
         queue.put_nowait(change)
+    # An account's first request goes alone: a refused token then costs one request, not
+    # one per worker, and the account's other changes wait to see whether to stay pending.
+    first_answer: dict[str, asyncio.Event] = {}
 
     async def worker() -> None:
         while True:
@@ -192,19 +195,31 @@ async def _push_phase(
                 change = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            if change.account_id in result.stopped_accounts:
-                _settle(result, change, Outcome.PENDING)
+            answered = first_answer.get(change.account_id)
+            if answered is None:
+                answered = first_answer[change.account_id] = asyncio.Event()
+                try:
+                    await _send(change, client, recorder, result)
+                finally:
+                    answered.set()
             else:
-                attempts = await client.send_record(
-                    Entity(change.entity),
-                    change.account_id,
-                    SyncEvent(change.event),
-                    change.payload,
-                )
-                _record(change, attempts, recorder, result)
+                await answered.wait()
+                await _send(change, client, recorder, result)
             progress.advance()
 
     await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(phase)) or 1)))
+
+
+async def _send(
+    change: _Change, client: ServiceClient, recorder: _Recorder, result: PushResult
+) -> None:
+    if change.account_id in result.stopped_accounts:
+        _settle(result, change, Outcome.PENDING)
+        return
+    attempts = await client.send_record(
+        Entity(change.entity), change.account_id, SyncEvent(change.event), change.payload
+    )
+    _record(change, attempts, recorder, result)
 
 
 def _record(

@@ -1,9 +1,202 @@
-"""CLI commands of the sync stage."""
+"""CLI commands of the sync stage: ``plan`` (decide, send nothing) and ``sync`` (decide and send).
+
+Exit codes of ``sync`` (``plan`` uses 0, 1 and 2):
+
+| code | meaning |
+|---|---|
+| 0 | every planned change was acknowledged (or there was nothing to send; or a dry run) |
+| 1 | the run could not start or broke off: mapping, settings, snapshot locked, … (stderr says why) |
+| 2 | wrong usage of the command (click) |
+| 3 | incomplete: some changes were dead-lettered, failed or are pending for the next run |
+| 4 | an account's token was refused (401): its push stopped, its changes are pending |
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
 import click
+
+from connector.errors import PmsSyncError
+from connector.plan import Force, Plan
+from connector.push import OUTCOMES
+from connector.settings import SyncSettings, load_settings
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INCOMPLETE = 3
+EXIT_AUTHENTICATION = 4
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the top-level group."""
+    group.add_command(plan_command)
+    group.add_command(sync_command)
+
+
+def _force(full_resync: bool, only: tuple[str, ...]) -> Force:
+    ids = frozenset(part.strip() for value in only for part in value.split(",") if part.strip())
+    return Force(full_resync=full_resync, only_ids=ids or None)
+
+
+_mapping_argument = click.argument(
+    "mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+_snapshot_option = click.option(
+    "--snapshot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Snapshot file [env PMS_SYNC_SNAPSHOT; default .pms-sync/snapshot.duckdb].",
+)
+_full_resync_option = click.option(
+    "--full-resync", is_flag=True, help="Re-send every record of the export, changed or not."
+)
+_only_option = click.option(
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Only these record ids, each re-sent (repeat the option or separate ids by commas).",
+)
+
+
+@click.command("plan")
+@_mapping_argument
+@_json_option
+@_full_resync_option
+@_only_option
+@_snapshot_option
+def plan_command(
+    mapping: Path, as_json: bool, full_resync: bool, only: tuple[str, ...], snapshot: Path | None
+) -> None:
+    """Show what `sync` would send for MAPPING, without sending anything."""
+    from connector.pipeline import plan_sync
+
+    with _errors_to_exit():
+        settings = load_settings(snapshot=snapshot)
+        plan = plan_sync(mapping, settings, force=_force(full_resync, only))
+    if as_json:
+        click.echo(json.dumps(plan.to_json_dict(), sort_keys=True))
+        return
+    click.echo(plan.summary_table())
+    click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+
+
+@click.command("sync")
+@_mapping_argument
+@click.option("--dry-run", is_flag=True, help="Plan and report, send nothing.")
+@_json_option
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="The service [env PMS_SYNC_BASE_URL; default the local sandbox http://127.0.0.1:8765].",
+)
+@_snapshot_option
+@_full_resync_option
+@_only_option
+@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
+@click.option(
+    "--rate-limit", type=click.FloatRange(min=0, min_open=True), help="Requests per second."
+)
+def sync_command(
+    mapping: Path,
+    dry_run: bool,
+    as_json: bool,
+    base_url: str | None,
+    snapshot: Path | None,
+    full_resync: bool,
+    only: tuple[str, ...],
+    concurrency: int | None,
+    rate_limit: float | None,
+) -> None:
+    """Map MAPPING's export, send what changed since the last sync, and report."""
+    from connector.pipeline import run_sync
+
+    with _errors_to_exit():
+        settings = load_settings(
+            base_url=base_url, snapshot=snapshot, concurrency=concurrency, rate_limit=rate_limit
+        )
+        with _progress(enabled=not as_json and sys.stdout.isatty()) as on_progress:
+            report = run_sync(
+                mapping,
+                settings,
+                dry_run=dry_run,
+                force=_force(full_resync, only),
+                on_progress=on_progress,
+            )
+    document = report.to_json_dict()
+    if as_json:
+        click.echo(json.dumps(document, sort_keys=True, default=str))
+    else:
+        _print_report(report.plan, document, settings)
+    if report.push.stopped_accounts:
+        sys.exit(EXIT_AUTHENTICATION)
+    if not report.push.dry_run and not report.push.complete:
+        sys.exit(EXIT_INCOMPLETE)
+
+
+def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) -> None:
+    click.echo(plan.summary_table())
+    click.echo("")
+    outcomes = document["outcomes"]
+    click.echo("  ".join(f"{name} {outcomes[str(name)]}" for name in OUTCOMES))
+    click.echo(
+        f"requests {document['requests']}  duration {document['duration_s']:.1f} s  "
+        f"service {settings.client.base_url}  snapshot {document['snapshot']}"
+        + ("  (dry run: nothing sent)" if document["dry_run"] else "")
+    )
+    for account, message in document["stopped_accounts"].items():
+        click.secho(f"account {account} stopped: {message}", fg="red", err=True)
+    for problem in document["problems"]:
+        request_id = next((r for r in reversed(problem["request_ids"]) if r), "-")
+        click.echo(
+            f"  {problem['outcome']:<13} {problem['entity']} {problem['account_id']}/"
+            f"{problem['record_id']}: HTTP {problem['http_status'] or '-'} "
+            f"{problem['message']} (x-request-id {request_id})"
+        )
+    hidden = document["problems_total"] - len(document["problems"])
+    if hidden > 0:
+        click.echo(f"  … and {hidden} more (see the dead_letters table of the snapshot)")
+    if document["disagreements_total"]:
+        click.echo(f"{document['disagreements_total']} response(s) disagreed with what was sent:")
+        for item in document["disagreements"]:
+            click.echo(
+                f"  {item['entity']} {item['account_id']}/{item['record_id']}: {item['detail']}"
+            )
+    quarantined = sum(document["quarantine"].values())
+    if quarantined:
+        click.echo(f"{quarantined} row problem(s) quarantined by the mapping (not sent)")
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    bar: Any = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="pushing", file=sys.stdout)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield advance
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+@contextmanager
+def _errors_to_exit() -> Iterator[None]:
+    try:
+        yield
+    except PmsSyncError as error:
+        click.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(EXIT_ERROR)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -135,8 +136,20 @@ def _transport(config: ClientConfig) -> httpx.AsyncBaseTransport:
         max_connections=config.concurrency, max_keepalive_connections=config.concurrency
     )
     if config.transport == Transport.AIOHTTP:
-        return AiohttpTransport(verify=config.verify_tls, limits=limits, trust_env=False)
-    return httpx.AsyncHTTPTransport(verify=config.verify_tls, limits=limits, trust_env=False)
+
+        def session() -> aiohttp.ClientSession:
+            # Built here rather than by the transport so that proxy variables (HTTPS_PROXY,
+            # NO_PROXY) are honoured as they are with httpx's own transport.
+            connector = aiohttp.TCPConnector(
+                limit=config.concurrency,
+                ssl=ssl.create_default_context() if config.verify_tls else False,
+            )
+            return aiohttp.ClientSession(connector=connector, trust_env=config.trust_env)
+
+        return AiohttpTransport(verify=config.verify_tls, limits=limits, client=session)
+    return httpx.AsyncHTTPTransport(
+        verify=config.verify_tls, limits=limits, trust_env=config.trust_env
+    )
 
 
 def _envelope(

@@ -61,6 +61,7 @@ class ClientConfig:
     read_timeout: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     verify_tls: bool = True
+    trust_env: bool = True  # proxy variables (HTTPS_PROXY, NO_PROXY) and SSL_CERT_FILE
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

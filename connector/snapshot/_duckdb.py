@@ -34,9 +34,10 @@ from connector.snapshot._model import (
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 
 # One statement: incoming records full-outer-joined with what the service acknowledged and
-# what it refused. Each row gets its action; rows without one (missing and left alone) drop.
+# what it refused. Each row gets its action; rows without one (missing and left alone) drop,
+# and so do unchanged skips, which are only counted (incoming minus every other present row):
+# a nightly run with nothing changed moves no documents out of DuckDB.
 _DIFF_SQL = """
-CREATE OR REPLACE TEMP TABLE diff_result AS
 WITH incoming AS (
     SELECT account_id, record_id, payload, content_hash,
            CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout
@@ -57,7 +58,7 @@ joined AS (
         i.payload AS new_payload, i.content_hash AS new_hash,
         coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
         k.record_id IS NOT NULL AS known, k.content_hash AS old_hash, k.payload AS old_payload,
-        k.status AS old_status, json_extract_string(k.payload, '$.status') AS old_sent_status,
+        k.status AS old_status,
         r.content_hash AS refused_hash,
         $full_resync OR NOT $only_ids_all AS forced
     FROM incoming AS i
@@ -76,12 +77,14 @@ decided AS (
             WHEN NOT $only_ids_all OR NOT list_contains($scope_accounts, account_id) THEN NULL
             WHEN $on_missing = 'deactivate'
                  AND old_status <> 'deactivated'
-                 AND coalesce(old_sent_status, '') <> $inactive THEN 'deactivate'
+                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $inactive
+                 THEN 'deactivate'
             WHEN $on_missing = 'cancel_future'
                  AND checkin >= $today
                  AND ($window_start IS NULL OR (checkin >= $window_start AND checkin < $window_end))
                  AND old_status <> 'cancelled'
-                 AND coalesce(old_sent_status, '') <> $cancelled THEN 'cancel'
+                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $cancelled
+                 THEN 'cancel'
             ELSE NULL
         END AS action,
         CASE
@@ -95,11 +98,12 @@ decided AS (
     FROM joined
 )
 SELECT account_id, record_id, action, reason,
-       CASE WHEN present THEN new_payload ELSE old_payload END AS payload,
+       CASE WHEN action = 'skip' THEN NULL WHEN present THEN new_payload ELSE old_payload END
+           AS payload,
        CASE WHEN present THEN new_hash ELSE old_hash END AS content_hash,
-       checkin, checkout
+       checkin, checkout, present
 FROM decided
-WHERE action IS NOT NULL
+WHERE action IS NOT NULL AND reason <> 'unchanged'
 """
 
 
@@ -153,18 +157,18 @@ class DuckDBSnapshot:
         cursor = self._connection.cursor()
         try:
             cursor.register("incoming_frame", frame)
-            cursor.execute(_DIFF_SQL, params)
-            counts = cursor.execute(
-                "SELECT account_id, action, reason, count(*) AS n FROM diff_result "
-                "GROUP BY ALL ORDER BY ALL"
-            ).df()
-            changes = cursor.execute(
-                "SELECT * FROM diff_result WHERE action <> 'skip' ORDER BY account_id, record_id"
-            ).df()
-            cursor.execute("DROP TABLE diff_result")
+            _refuse_duplicates(cursor, request.entity)
+            decided = cursor.execute(_DIFF_SQL, params).df()
         finally:
             cursor.close()
-        return DiffResult(changes=changes, counts=counts)
+        counts = decided.groupby(["account_id", "action", "reason"], as_index=False).size()
+        counts = counts.rename(columns={"size": "n"})
+        unchanged = _unchanged_counts(frame, decided)
+        counts = pd.concat([counts, unchanged], ignore_index=True)
+        counts = counts[counts["n"] > 0].sort_values(["account_id", "action", "reason"])
+        changes = decided[decided["action"] != "skip"].drop(columns=["present"])
+        changes = changes.sort_values(["account_id", "record_id"]).reset_index(drop=True)
+        return DiffResult(changes=changes, counts=counts.reset_index(drop=True))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -297,6 +301,42 @@ class DuckDBSnapshot:
             raise
         finally:
             cursor.close()
+
+
+def _unchanged_counts(incoming: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
+    """Per account: incoming records that got no other action are unchanged skips."""
+    total = incoming["account_id"].astype(str).value_counts()
+    present = decided.loc[decided["present"].astype(bool), "account_id"].value_counts()
+    unchanged = total.sub(present, fill_value=0).astype("int64")
+    return pd.DataFrame(
+        {
+            "account_id": unchanged.index.astype(str),
+            "action": "skip",
+            "reason": "unchanged",
+            "n": unchanged.to_numpy(),
+        }
+    )
+
+
+def _refuse_duplicates(cursor: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+    # Two records with one id would make the diff ambiguous and send one of them twice.
+    # Grouping on a 64-bit hash first keeps the common case (no duplicate) cheap.
+    suspects = cursor.execute(
+        "SELECT count(*) FROM (SELECT hash(account_id, record_id) AS h FROM incoming_frame "
+        "GROUP BY h HAVING count(*) > 1)"
+    ).fetchone()
+    if not suspects or not suspects[0]:
+        return
+    duplicates = cursor.execute(
+        "SELECT account_id, record_id FROM incoming_frame GROUP BY ALL HAVING count(*) > 1 "
+        "ORDER BY ALL LIMIT 5"
+    ).fetchall()
+    if duplicates:
+        listed = ", ".join(f"{account}/{record}" for account, record in duplicates)
+        raise SnapshotError(
+            f"the {entity} records hold the same id more than once ({listed}); "
+            f"each (account, id) must appear once per run"
+        )
 
 
 def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:

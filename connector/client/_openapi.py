@@ -1,0 +1,285 @@
+"""The Open API: OAuth2 client-credentials tokens (cached on disk, renewed before expiry),
+accounts with pagination, guest links, property status and outgoing-webhook configurations.
+
+The spec advises persisting and renewing tokens rather than requesting one per call (to stay
+under the rate limits), so a token lives in a small JSON file (mode 0600) keyed by service
+and client id, and is renewed ``renew_margin`` seconds before it expires, or once after a 401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, _transport
+from connector.client._config import ClientConfig, parse_retry_after
+from connector.contract import (
+    AccommodationStatus,
+    Account,
+    AccountsPage,
+    GuestLinks,
+    PropertyStatusResponse,
+    PropertyStatusUpdate,
+    StoredWebhookConfig,
+    TokenResponse,
+    WebhookConfig,
+)
+from connector.errors import AuthenticationError, ServiceError
+from connector.secrets import MASK
+
+TOKEN_PATH = "/openapi/v1/oauth2/token"
+ACCOUNTS_PATH = "/api/openapi/v1/accounts"
+LINKS_PATH = "/openapi/v1/reservations/links"
+WEBHOOKS_PATH = "/api/openapi/v1/webhooks"
+MAX_PAGE_SIZE = 50  # spec §8
+
+
+@dataclass(frozen=True)
+class ClientCredentials:
+    client_id: str
+    client_secret: str
+
+    def __repr__(self) -> str:
+        return f"ClientCredentials(client_id={self.client_id!r}, client_secret={MASK!r})"
+
+
+@dataclass(frozen=True)
+class CachedToken:
+    access_token: str
+    expires_at: float  # epoch seconds
+
+    def fresh(self, margin: float) -> bool:
+        return self.expires_at - margin > time.time()
+
+
+class TokenCache:
+    """Access tokens on disk, so processes and runs share one token until it nears expiry."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if self.path is None or not self.path.is_file():
+            return {}
+        try:
+            content = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # a damaged cache costs one token request, nothing more
+        return content if isinstance(content, dict) else {}
+
+    def get(self, key: str) -> CachedToken | None:
+        entry = self._load().get(key)
+        if not isinstance(entry, dict):
+            return None
+        try:
+            return CachedToken(str(entry["access_token"]), float(entry["expires_at"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, key: str, token: CachedToken) -> None:
+        if self.path is None:
+            return
+        content = self._load()
+        content[key] = {"access_token": token.access_token, "expires_at": token.expires_at}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        # Created 0600 before anything is written: the file holds credentials.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(content, handle)
+        os.replace(temporary, self.path)
+
+
+class OpenApiClient:
+    """``async with OpenApiClient(config, credentials, cache_path=...) as api: await api.accounts()``."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        credentials: ClientCredentials,
+        *,
+        cache_path: Path | None = None,
+        renew_margin: float = 60.0,
+    ) -> None:
+        self.config = config
+        self.credentials = credentials
+        self.cache = TokenCache(cache_path)
+        self.renew_margin = renew_margin
+        self._http: httpx.AsyncClient | None = None
+        self._token: CachedToken | None = None
+        self._token_lock = asyncio.Lock()
+        self.token_requests = 0  # how many tokens this client asked for
+
+    async def __aenter__(self) -> OpenApiClient:
+        self._http = httpx.AsyncClient(
+            base_url=self.config.base_url,
+            transport=_transport(self.config),
+            timeout=httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout),
+            headers={"user-agent": "pms-sync"},
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    @property
+    def _cache_key(self) -> str:
+        return f"{self.config.base_url}|{self.credentials.client_id}"
+
+    async def access_token(self, *, renew: bool = False) -> str:
+        """A valid access token: from memory, from the disk cache, or newly issued."""
+        async with self._token_lock:
+            if not renew:
+                for candidate in (self._token, self.cache.get(self._cache_key)):
+                    if candidate is not None and candidate.fresh(self.renew_margin):
+                        self._token = candidate
+                        return candidate.access_token
+            response = await self._send(
+                "POST",
+                TOKEN_PATH,
+                data={
+                    "grant_type": "client_credentials",
+                    "client_id": self.credentials.client_id,
+                    "client_secret": self.credentials.client_secret,
+                },
+            )
+            self.token_requests += 1
+            issued = TokenResponse.model_validate(response.json())
+            self._token = CachedToken(issued.access_token, time.time() + issued.expires_in)
+            self.cache.put(self._cache_key, self._token)
+            return issued.access_token
+
+    # -- resources ------------------------------------------------------------------------
+
+    async def account_pages(self, page_size: int = MAX_PAGE_SIZE) -> AsyncIterator[AccountsPage]:
+        page = 1
+        while True:
+            response = await self._authorised(
+                "GET",
+                ACCOUNTS_PATH,
+                params={"page": page, "pageSize": min(page_size, MAX_PAGE_SIZE)},
+            )
+            result = AccountsPage.model_validate(response.json())
+            yield result
+            if not result.pagination.hasMore or not result.data:
+                return
+            page += 1
+
+    async def accounts(self, page_size: int = MAX_PAGE_SIZE) -> list[Account]:
+        """Every account of a multi-account connection (empty for a single-account scope)."""
+        return [account async for page in self.account_pages(page_size) for account in page.data]
+
+    async def account(self, external_id: str) -> Account | None:
+        """One account by external id, with its account-level token and lifetime."""
+        response = await self._authorised("GET", ACCOUNTS_PATH, params={"externalId": external_id})
+        data = AccountsPage.model_validate(response.json()).data
+        return data[0] if data else None
+
+    async def guest_links(self, reservation_id: str, *, last_message: bool = False) -> GuestLinks:
+        response = await self._authorised(
+            "GET",
+            LINKS_PATH,
+            params={"externalId": reservation_id, "includeLastMessage": int(last_message)},
+        )
+        return GuestLinks.model_validate(response.json())
+
+    async def set_property_status(
+        self, property_id: str, status: AccommodationStatus, *, update_sub_units: bool = False
+    ) -> PropertyStatusResponse:
+        response = await self._authorised(
+            "PUT",
+            f"/properties/{property_id}",
+            params={"updateSubUnits": str(update_sub_units).lower()},
+            json=PropertyStatusUpdate(status=status).to_json_dict(),
+        )
+        return PropertyStatusResponse.model_validate(response.json())
+
+    async def webhooks(self) -> list[StoredWebhookConfig]:
+        response = await self._authorised("GET", WEBHOOKS_PATH)
+        body = response.json()
+        items = body.get("data", []) if isinstance(body, dict) else body
+        return [StoredWebhookConfig.model_validate(item) for item in items]
+
+    async def create_webhook(self, config: WebhookConfig) -> StoredWebhookConfig:
+        response = await self._authorised("POST", WEBHOOKS_PATH, json=config.to_json_dict())
+        return StoredWebhookConfig.model_validate(response.json())
+
+    async def webhook(self, webhook_id: str) -> StoredWebhookConfig:
+        response = await self._authorised("GET", f"{WEBHOOKS_PATH}/{webhook_id}")
+        return StoredWebhookConfig.model_validate(response.json())
+
+    async def update_webhook(self, webhook_id: str, config: WebhookConfig) -> StoredWebhookConfig:
+        response = await self._authorised(
+            "PUT", f"{WEBHOOKS_PATH}/{webhook_id}", json=config.to_json_dict()
+        )
+        return StoredWebhookConfig.model_validate(response.json())
+
+    async def delete_webhook(self, webhook_id: str) -> None:
+        await self._authorised("DELETE", f"{WEBHOOKS_PATH}/{webhook_id}")
+
+    # -- transport ------------------------------------------------------------------------
+
+    async def _authorised(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        token = await self.access_token()
+        try:
+            return await self._send(method, path, token=token, **kwargs)
+        except AuthenticationError:
+            # Revoked or expired early: one fresh token, one more try.
+            token = await self.access_token(renew=True)
+            return await self._send(method, path, token=token, **kwargs)
+
+    async def _send(
+        self, method: str, path: str, *, token: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        if self._http is None:
+            raise ServiceError("the Open API client is not open: use it as `async with`")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        retry = self.config.retry
+        for attempt in range(1, retry.max_attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = await self._http.request(method, path, headers=headers, **kwargs)
+            except _TRANSIENT_ERRORS as error:
+                failure: ServiceError = ServiceError(f"{method} {path}: {type(error).__name__}")
+            else:
+                if response.is_success:
+                    return response
+                failure = _error_of(method, path, response)
+                if response.status_code != 429 and response.status_code < 500:
+                    raise failure
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if attempt < retry.max_attempts:
+                await asyncio.sleep(retry.delay(attempt, retry_after))
+        raise failure
+
+
+def _error_of(method: str, path: str, response: httpx.Response) -> ServiceError:
+    try:
+        body = response.json()
+        message = body.get("message") or body.get("error") or response.text
+    except (ValueError, AttributeError):
+        message = response.text
+    error_type = AuthenticationError if response.status_code == 401 else ServiceError
+    return error_type(
+        f"{method} {path}: {str(message)[:500]}",
+        status=response.status_code,
+        request_id=response.headers.get(REQUEST_ID_HEADER),
+    )

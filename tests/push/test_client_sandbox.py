@@ -1,0 +1,161 @@
+"""The sync-webhook client against the sandbox: retries, tokens, request ids, rate limit."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from connector.sandbox.testing import SandboxHandle
+from push_samples import FAST_RETRY, unit
+
+from connector.canonical import canonical_json
+from connector.client import (
+    AccountTokens,
+    ClientConfig,
+    Delivery,
+    RetryPolicy,
+    ServiceClient,
+    SyncAttempts,
+    TokenPlacement,
+    Transport,
+    mask_message,
+    parse_retry_after,
+)
+from connector.contract import Entity, SyncEvent
+
+PAYLOAD = canonical_json(unit("U1"))
+
+
+def send(
+    config: ClientConfig, token: str | None = "demo-token", times: int = 1
+) -> list[SyncAttempts]:
+    async def run() -> list[SyncAttempts]:
+        async with ServiceClient(config, AccountTokens(default=token)) as client:
+            return list(
+                await asyncio.gather(
+                    *(
+                        client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD)
+                        for _ in range(times)
+                    )
+                )
+            )
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_transient_failures_are_retried_and_every_attempt_keeps_its_request_id(
+    service: SandboxHandle, transport: Transport
+) -> None:
+    service.set_faults(fail_next=2, fail_next_status=503)
+
+    (answer,) = send(ClientConfig(base_url=service.base_url, transport=transport, retry=FAST_RETRY))
+
+    assert answer.delivery == Delivery.ACKNOWLEDGED
+    assert answer.attempts == 3
+    assert len(answer.request_ids) == 3 and all(answer.request_ids)
+    assert len(set(answer.request_ids)) == 3
+
+
+def test_a_429_waits_for_retry_after(service: SandboxHandle) -> None:
+    service.set_faults(fail_next=1, fail_next_status=429, retry_after_s=1)
+    config = ClientConfig(base_url=service.base_url, retry=RetryPolicy(base_delay=0.001))
+
+    started = time.monotonic()
+    (answer,) = send(config)
+
+    assert answer.delivery == Delivery.ACKNOWLEDGED
+    assert time.monotonic() - started >= 0.95
+
+
+def test_transient_failures_past_the_retry_budget_leave_the_record_undelivered(
+    service: SandboxHandle,
+) -> None:
+    service.set_faults(error_rate=1.0)
+
+    (answer,) = send(ClientConfig(base_url=service.base_url, retry=FAST_RETRY))
+
+    assert (answer.delivery, answer.status, answer.attempts) == (Delivery.UNDELIVERED, 500, 6)
+
+
+def test_refusals_are_not_retried(service: SandboxHandle) -> None:
+    config = ClientConfig(base_url=service.base_url, retry=FAST_RETRY)
+
+    (unauthorized,) = send(config, token="wrong")
+
+    assert (unauthorized.delivery, unauthorized.status, unauthorized.attempts) == (
+        Delivery.UNAUTHORIZED,
+        401,
+        1,
+    )
+    assert "wrong" not in unauthorized.message
+
+
+def test_an_account_without_a_configured_token_is_not_sent(service: SandboxHandle) -> None:
+    (answer,) = send(ClientConfig(base_url=service.base_url), token=None)
+
+    assert (answer.delivery, answer.attempts) == (Delivery.UNAUTHORIZED, 0)
+    assert "PMS_SYNC_TOKEN" in answer.message
+    assert service.stats()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [
+        {TokenPlacement.WISHBOX_HEADER},
+        {TokenPlacement.BEARER},
+        {TokenPlacement.API_TOKEN_MEMBER},
+    ],
+)
+def test_each_token_placement_authenticates(
+    service: SandboxHandle, placement: set[TokenPlacement]
+) -> None:
+    config = ClientConfig(base_url=service.base_url, token_placement=frozenset(placement))
+
+    (answer,) = send(config)
+
+    assert answer.delivery == Delivery.ACKNOWLEDGED
+    assert answer.body == {
+        "savedProperties": 1,
+        "skippedProperties": 0,
+        "summary": answer.body["summary"],
+    }
+
+
+def test_the_rate_limit_spaces_requests(service: SandboxHandle) -> None:
+    config = ClientConfig(base_url=service.base_url, rate_limit=40, concurrency=8)
+
+    started = time.monotonic()
+    answers = send(config, times=60)  # 40 at once (the burst), then 20 at 40/s
+
+    assert {a.delivery for a in answers} == {Delivery.ACKNOWLEDGED}
+    assert time.monotonic() - started >= 0.45
+
+
+def test_retry_after_is_read_as_seconds_or_as_an_http_date() -> None:
+    later = datetime.now(UTC) + timedelta(seconds=30)
+
+    assert parse_retry_after("7") == 7.0
+    assert 28 <= (parse_retry_after(format_datetime(later, usegmt=True)) or 0) <= 30
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_backoff_grows_exponentially_within_bounds_and_honours_retry_after() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=8.0, max_retry_after=5.0)
+
+    assert all(0 <= policy.delay(1) <= 1.0 for _ in range(50))
+    assert all(0 <= policy.delay(10) <= 8.0 for _ in range(50))
+    assert policy.delay(1, retry_after=3.0) >= 3.0
+    assert policy.delay(1, retry_after=600.0) <= 5.0 + 1.0
+
+
+def test_service_messages_lose_every_known_secret_value() -> None:
+    message = mask_message(
+        "doorCode 'door-4711' invalid for token abc-123", ["door-4711", "abc-123"]
+    )
+
+    assert message == "doorCode '***' invalid for token ***"
