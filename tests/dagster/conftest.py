@@ -1,7 +1,6 @@
 """Fixtures of the Dagster tests: a real sandbox, a real DuckDB snapshot, real mapping files."""
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,31 +17,14 @@ from assets.resources import (  # noqa: E402
     SyncChecksResource,
 )
 from assets.storage import MappedRecordsIOManager  # noqa: E402
-from connector.sandbox.testing import (  # noqa: E402
-    SandboxHandle,
-    multi_account_config,
-    running_sandbox,
-)
-
-
-@pytest.fixture(scope="session")
-def service_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHandle]:
-    """One sandbox for the module: accounts demo (demo-token) and hotel-a (hotel-a-token)."""
-    with running_sandbox(tmp_path_factory.mktemp("sandbox"), multi_account_config()) as handle:
-        yield handle
+from connector.sandbox.testing import SandboxHandle  # noqa: E402
 
 
 @pytest.fixture
-def sandbox_state(service_sandbox: SandboxHandle) -> SandboxHandle:
-    service_sandbox.reset()
-    return service_sandbox
-
-
-@pytest.fixture
-def resources(sandbox_state: SandboxHandle, tmp_path: Path) -> dict[str, object]:
-    """Resources of one test: the sandbox, a fresh snapshot and a fresh IO folder."""
+def resources(clean_sandbox: SandboxHandle, tmp_path: Path) -> dict[str, object]:
+    """Resources of one test: the session's sandbox emptied, a fresh snapshot and IO folder."""
     return {
-        "service": ServiceResource(base_url=sandbox_state.base_url, token="demo-token"),
+        "service": ServiceResource(base_url=clean_sandbox.base_url, token="demo-token"),
         "snapshot": SnapshotResource(path=str(tmp_path / "snapshot.duckdb"), lock_timeout=10),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(),

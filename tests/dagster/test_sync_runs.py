@@ -63,7 +63,7 @@ BOOKINGS = [booking(i, date(2025, MONTHS[i % 4], 1 + i), unit_number=1 + i % 3) 
 
 
 def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
     defs = build_definitions(hotel.folder.parent, resources)
@@ -71,8 +71,8 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     first = run(defs, "2025-01", "2025-12")
 
     assert first.success
-    assert len(sandbox_state.records("demo", "accommodation")) == 3
-    assert stays(sandbox_state) == {f"B{i}" for i in range(12)}
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
+    assert stays(clean_sandbox) == {f"B{i}" for i in range(12)}
     units, stays_sent = (
         metadata(first, "synced_accommodations"),
         metadata(first, "synced_reservations"),
@@ -91,12 +91,12 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     ):
         assert isinstance(stays_sent[numeric], int | float)
     assert all(checks(first).values())
-    sent = sync_requests(sandbox_state)
+    sent = sync_requests(clean_sandbox)
 
     second = run(defs, "2025-01", "2025-12")
 
     assert second.success
-    assert sync_requests(sandbox_state) == sent
+    assert sync_requests(clean_sandbox) == sent
     assert metadata(second, "synced_accommodations")["skip"] == 3
     assert (
         metadata(second, "synced_reservations")["skip"],
@@ -105,12 +105,12 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
 
 
 def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
     defs = build_definitions(hotel.folder.parent, resources)
     assert run(defs, "2025-03").success
-    sent = sync_requests(sandbox_state)
+    sent = sync_requests(clean_sandbox)
 
     hotel.write([unit(1), unit(2, name="Apartment 2 with balcony"), unit(3)], BOOKINGS)
     result = run(defs, "2025-03")
@@ -118,15 +118,15 @@ def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
     assert result.success
     units = metadata(result, "synced_accommodations")
     assert (units["update"], units["skip"], units["requests"]) == (1, 2, 1)
-    assert sync_requests(sandbox_state) == sent + 1
-    names = {r["id"]: r["resource"]["name"] for r in sandbox_state.records("demo", "accommodation")}
+    assert sync_requests(clean_sandbox) == sent + 1
+    names = {r["id"]: r["resource"]["name"] for r in clean_sandbox.records("demo", "accommodation")}
     assert names["U2"] == "Apartment 2 with balcony"
     sample = units["changes_sample"]
     assert "U2" in sample and "wifi-secret-2" not in sample and "***" in sample
 
 
 def test_each_partition_of_a_three_month_backfill_pushes_only_its_own_month(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
     defs = build_definitions(hotel.folder.parent, resources)
@@ -136,14 +136,14 @@ def test_each_partition_of_a_three_month_backfill_pushes_only_its_own_month(
     for month in (3, 4, 5):
         result = run(defs, f"2025-{month:02d}")
         assert result.success
-        assert stays(sandbox_state) - delivered == by_month[month]
+        assert stays(clean_sandbox) - delivered == by_month[month]
         delivered |= by_month[month]
         assert metadata(result, "synced_reservations")["create"] == len(by_month[month])
-    assert not stays(sandbox_state) & by_month[6]
+    assert not stays(clean_sandbox) & by_month[6]
 
 
 def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_alone(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
     defs = build_definitions(hotel.folder.parent, resources)
@@ -155,11 +155,11 @@ def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_a
         m.partition for m in result.asset_materializations_for_node("hotel__synced_reservations")
     }
     assert partitions == {"2025-03", "2025-04", "2025-05"}
-    assert stays(sandbox_state) == {f"B{i}" for i in range(12) if MONTHS[i % 4] != 6}
+    assert stays(clean_sandbox) == {f"B{i}" for i in range(12) if MONTHS[i % 4] != 6}
 
 
 def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     future = [booking(n, date(2027, month, 10)) for n, month in ((1, 3), (2, 4), (3, 5))]
     hotel.write(UNITS, future, reservations_on_missing="cancel_future")
@@ -174,13 +174,13 @@ def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
     assert result.success
     assert metadata(result, "synced_reservations")["cancel"] == 1
     status = {
-        r["id"]: r["resource"]["status"] for r in sandbox_state.records("demo", "reservation")
+        r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "reservation")
     }
     assert status == {"B1": "CONFIRMED", "B2": "CANCELLED", "B3": "CONFIRMED"}
 
 
 def test_blocking_check_stops_the_push_of_a_mapping_with_five_percent_bad_rows(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     bookings = [booking(i, date(2025, 3, 1 + i)) for i in range(19)]
     bookings.append(booking(19, date(2025, 3, 25), adults="two"))  # 1 of 20 rows invalid
@@ -192,14 +192,14 @@ def test_blocking_check_stops_the_push_of_a_mapping_with_five_percent_bad_rows(
     assert not result.success
     assert checks(result)[("mapped_reservations", "quarantine_below_threshold")] is False
     assert not result.asset_materializations_for_node("hotel__synced_reservations")
-    assert stays(sandbox_state) == set()
-    assert len(sandbox_state.records("demo", "accommodation")) == 3  # their own check passed
+    assert stays(clean_sandbox) == set()
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3  # their own check passed
     mapped = metadata(result, "mapped_reservations")
     assert (mapped["quarantined_rows"], mapped["records"]) == (1, 19)
 
 
 def test_a_refused_record_fails_the_dead_letter_check_but_not_the_run(
-    hotel: Export, resources: dict[str, object], sandbox_state: SandboxHandle
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     # demo-token may not write to hotel-b: the service answers 403, the record is dead-lettered.
     hotel.write([unit(1), unit(2, account="hotel-b")], [booking(1, date(2025, 3, 5))])
@@ -217,7 +217,7 @@ def test_a_refused_record_fails_the_dead_letter_check_but_not_the_run(
 def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_account_still_syncs(
     hotel: Export,
     resources: dict[str, object],
-    sandbox_state: SandboxHandle,
+    clean_sandbox: SandboxHandle,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hotel.write(
@@ -226,7 +226,7 @@ def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_accoun
     )
     monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "not-the-token")
     service = ServiceResource(
-        base_url=sandbox_state.base_url,
+        base_url=clean_sandbox.base_url,
         token="demo-token",
         account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
     )
@@ -235,9 +235,9 @@ def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_accoun
     result = run(defs, "2025-03")
 
     assert not result.success
-    assert stays(sandbox_state, "demo") == {"B1"}
-    assert len(sandbox_state.records("demo", "accommodation")) == 2
-    assert sandbox_state.records("hotel-a") == []
+    assert stays(clean_sandbox, "demo") == {"B1"}
+    assert len(clean_sandbox.records("demo", "accommodation")) == 2
+    assert clean_sandbox.records("hotel-a") == []
     (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert failure.step_key == "hotel__synced_reservations"
     assert "'hotel-a'" in failure.event_specific_data.error.message
@@ -246,4 +246,4 @@ def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_accoun
 
     monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
     assert run(defs, "2025-03").success
-    assert stays(sandbox_state, "hotel-a") == {"B2"}
+    assert stays(clean_sandbox, "hotel-a") == {"B2"}
