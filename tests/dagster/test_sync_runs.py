@@ -247,3 +247,30 @@ def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_accoun
     monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
     assert run(defs, "2025-03").success
     assert stays(clean_sandbox, "hotel-a") == {"B2"}
+
+
+def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
+    hotel: Export,
+    resources: dict[str, object],
+    clean_sandbox: SandboxHandle,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The production policy waits 30 s and more between attempts; the behaviour is the same.
+    monkeypatch.setattr("assets.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, concurrency=1
+    )
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
+
+    result = run(defs, "2025-03")
+
+    assert result.success
+    retries = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert [e.step_key for e in retries] == ["hotel__synced_accommodations"]
+    (first, second) = result.asset_materializations_for_node("hotel__synced_accommodations")
+    assert (first.metadata["acknowledged"].value, first.metadata["pending"].value) == (2, 1)
+    assert (second.metadata["skip"].value, second.metadata["requests"].value) == (2, 1)
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
+    assert sync_requests(clean_sandbox) == 3 + 1 + 1  # 3 units, 1 re-sent, 1 reservation
