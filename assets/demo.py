@@ -61,6 +61,8 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
         pushed += int(metadata.get("requests", 0))
         held = metadata.get("held", 0)
         lines.append(f"  {key.path[-1]:<22} {actions} held={held} | {outcomes}")
+        reasons = str(metadata.get("dead_letter_top_reasons", "")).splitlines()[2:3]
+        lines += [f"  {'':<22} most refused: {reason.strip('| ')}" for reason in reasons]
     return lines, pushed
 
 
