@@ -17,6 +17,7 @@ from assets.partitions import reservation_partitions
 from assets.resources import default_resources
 from assets.schedules import build_schedule
 from assets.sensors import build_sensor
+from connector.contract import Entity
 
 
 @contextmanager
@@ -44,12 +45,14 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
     job = build_job(connection)
-    sensor = build_sensor(connection, job, partitions)
+    # Only reservations are partitioned: a units-only connection's runs carry no window.
+    window = partitions if Entity.RESERVATION in connection.mapping.entities else None
+    sensor = build_sensor(connection, job, window)
     return dg.Definitions(
         assets=build_assets(connection, partitions),
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
-        schedules=[build_schedule(connection, job, partitions)],
+        schedules=[build_schedule(connection, job, window)],
         sensors=[sensor] if sensor else [],
     )
 

@@ -74,3 +74,10 @@ def range_tags(partition_range: dg.PartitionKeyRange) -> dict[str, str]:
         ASSET_PARTITION_RANGE_START_TAG: partition_range.start,
         ASSET_PARTITION_RANGE_END_TAG: partition_range.end,
     }
+
+
+def nightly_tags(
+    partitions: dg.MonthlyPartitionsDefinition | None, today: date | None = None
+) -> dict[str, str]:
+    """Tags of a nightly or drop-folder run: the current window, if reservations are synced."""
+    return range_tags(current_range(partitions, today)) if partitions is not None else {}

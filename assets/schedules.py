@@ -4,13 +4,13 @@ import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from assets.connections import Connection
-from assets.partitions import current_range, range_tags
+from assets.partitions import nightly_tags
 
 
 def build_schedule(
     connection: Connection,
     job: UnresolvedAssetJobDefinition,
-    partitions: dg.MonthlyPartitionsDefinition,
+    partitions: dg.MonthlyPartitionsDefinition | None,
 ) -> dg.ScheduleDefinition:
     settings = connection.dagster
 
@@ -28,10 +28,7 @@ def build_schedule(
     )
     def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
         tick = context.scheduled_execution_time
-        window = current_range(partitions, tick.date() if tick else None)
-        return dg.RunRequest(
-            run_key=None,
-            tags={**range_tags(window), "pms_sync/trigger": "nightly"},
-        )
+        window = nightly_tags(partitions, tick.date() if tick else None)
+        return dg.RunRequest(run_key=None, tags={**window, "pms_sync/trigger": "nightly"})
 
     return nightly

@@ -12,7 +12,7 @@ import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from assets.connections import Connection
-from assets.partitions import current_range, range_tags
+from assets.partitions import nightly_tags
 
 Signature = tuple[int, int]  # size in bytes, modification time in nanoseconds
 _IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload")
@@ -44,7 +44,7 @@ def changed_files(seen: dict[str, Signature], now: dict[str, Signature]) -> dict
 def build_sensor(
     connection: Connection,
     job: UnresolvedAssetJobDefinition,
-    partitions: dg.MonthlyPartitionsDefinition,
+    partitions: dg.MonthlyPartitionsDefinition | None,
 ) -> dg.SensorDefinition | None:
     folder = connection.drop_folder()
     if folder is None:
@@ -71,7 +71,7 @@ def build_sensor(
                 dg.RunRequest(
                     run_key=f"{connection.name}:{digest}",
                     tags={
-                        **range_tags(current_range(partitions)),
+                        **nightly_tags(partitions),
                         "pms_sync/trigger": "drop_folder",
                         "pms_sync/files": names[:200],
                     },

@@ -88,18 +88,23 @@ class Export:
     def write(
         self,
         units: list[dict],
-        bookings: list[dict],
+        bookings: list[dict] | None,
         extra: str = "",
         reservations_on_missing: str = "ignore",
     ) -> None:
+        """Write the mapping and its exports; ``bookings=None`` maps units only."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.mapping.write_text(
-            MAPPING.format(
-                name=self.name, extra=extra, reservations_on_missing=reservations_on_missing
-            )
+        text = MAPPING.format(
+            name=self.name, extra=extra, reservations_on_missing=reservations_on_missing
         )
+        if bookings is None:
+            start, end = text.index("  reservation:\n"), text.index("dagster:\n")
+            text = text[:start] + text[end:]
+            text = text.replace("  bookings: {path: bookings.csv}\n", "")
+        self.mapping.write_text(text)
         _write_csv(self.folder / "units.csv", UNIT_COLUMNS, units)
-        _write_csv(self.folder / "bookings.csv", BOOKING_COLUMNS, bookings)
+        if bookings is not None:
+            _write_csv(self.folder / "bookings.csv", BOOKING_COLUMNS, bookings)
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:

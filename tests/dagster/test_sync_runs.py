@@ -1,6 +1,6 @@
 """End-to-end runs of a connection's job through Dagster against the real sandbox (slow)."""
 
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +274,22 @@ def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
     assert (second.metadata["skip"].value, second.metadata["requests"].value) == (2, 1)
     assert len(clean_sandbox.records("demo", "accommodation")) == 3
     assert sync_requests(clean_sandbox) == 3 + 1 + 1  # 3 units, 1 re-sent, 1 reservation
+
+
+def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the_units(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, None)
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert {key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
+        "mapped_accommodations",
+        "synced_accommodations",
+    }
+    tick = datetime(2026, 5, 14, 2, 0, tzinfo=UTC)
+    with dg.build_schedule_context(scheduled_execution_time=tick) as context:
+        (request,) = defs.resolve_schedule_def("hotel_nightly").evaluate_tick(context).run_requests
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(tags=request.tags)
+
+    assert result.success
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
