@@ -17,6 +17,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from assets.storage import MappedRecordsIOManager
 from connector.client import DEFAULT_BASE_URL, AccountTokens
 from connector.errors import ConfigError
 from connector.push import PushOptions
@@ -124,8 +125,6 @@ def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:
 
 def default_resources() -> dict[str, object]:
     """The embedded defaults, overridable through PMS_SYNC_* environment variables."""
-    from assets.storage import MappedRecordsIOManager
-
     rate = os.environ.get("PMS_SYNC_RATE_LIMIT")
     share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
     return {
