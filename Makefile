@@ -32,7 +32,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format .
 
 dev: $(STAMP)
-	$(BIN)/dagster dev -w workspace.yaml
+	mkdir -p .dagster_home && cp assets/dagster.yaml .dagster_home/dagster.yaml
+	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml
 
 openapi: $(STAMP)
 	$(BIN)/python -m connector.contract.openapi docs/openapi.json

@@ -1,0 +1,359 @@
+"""The assets of one connection, generated from its mapping file.
+
+Per connection (asset group ``<name>``)::
+
+    <name>/mapped_accommodations ──► <name>/synced_accommodations ──┐
+    <name>/mapped_reservations ─────────────────────────────────────┴► <name>/synced_reservations
+
+Mapping and syncing are separate steps so the blocking checks on the mapped records run
+before anything is sent. Reservations are partitioned by month of check-in; a run of a
+partition range maps, diffs, pushes and reconciles only that window. Each function calls
+``connector/`` and turns its report into metadata; it decides nothing itself.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import dagster as dg
+
+from assets.connections import Connection
+from assets.handoff import MappedBatch, SyncOutcome
+from assets.metadata import mapped_metadata, sync_metadata
+from assets.partitions import window_of
+from assets.resources import ServiceResource, SnapshotResource, SourcesResource
+from connector.contract import Entity
+from connector.pipeline import SyncReport, load_batches, sync_batches
+from connector.push import Outcome
+from connector.records import DateWindow, MappedRecords
+
+SNAPSHOT_POOL = "pms_sync_snapshot"
+"""Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
+
+SYNC_RETRY = dg.RetryPolicy(
+    max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS
+)
+"""Retries of a sync step whose changes stayed pending after the client's own retries (the
+service was down or rate-limited for minutes). A retry re-plans from the snapshot, so what
+was acknowledged before is a skip and is not sent again."""
+
+CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
+CHECK_ACCOUNTS_AUTHENTICATED = "accounts_authenticated"
+
+
+@dataclass(frozen=True)
+class ConnectionKeys:
+    mapped_accommodations: dg.AssetKey
+    mapped_reservations: dg.AssetKey
+    synced_accommodations: dg.AssetKey
+    synced_reservations: dg.AssetKey
+
+
+def connection_keys(name: str) -> ConnectionKeys:
+    return ConnectionKeys(
+        mapped_accommodations=dg.AssetKey([name, "mapped_accommodations"]),
+        mapped_reservations=dg.AssetKey([name, "mapped_reservations"]),
+        synced_accommodations=dg.AssetKey([name, "synced_accommodations"]),
+        synced_reservations=dg.AssetKey([name, "synced_reservations"]),
+    )
+
+
+def entities_of(connection: Connection) -> set[Entity]:
+    return set(connection.mapping.entities.keys())
+
+
+def build_assets(
+    connection: Connection, partitions: dg.PartitionsDefinition
+) -> list[dg.AssetsDefinition]:
+    """The mapped and synced assets of the entities the connection's mapping defines."""
+    entities = entities_of(connection)
+    built: list[dg.AssetsDefinition] = []
+    if Entity.ACCOMMODATION in entities:
+        built += [_mapped_accommodations(connection), _synced_accommodations(connection)]
+    if Entity.RESERVATION in entities:
+        built += [
+            _mapped_reservations(connection, partitions),
+            _synced_reservations(connection, partitions, Entity.ACCOMMODATION in entities),
+        ]
+    return built
+
+
+# -- mapping ------------------------------------------------------------------------------
+
+
+def _map(connection: Connection, entity: Entity, window: DateWindow | None) -> MappedBatch:
+    batches, policy = load_batches(connection.path, entities=[entity], window=window)
+    records = batches.get(entity) or MappedRecords(entity)
+    return MappedBatch(entity=entity, records=records, policy=policy, window=window)
+
+
+def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
+    keys = connection_keys(connection.name)
+
+    @dg.asset(
+        key=keys.mapped_accommodations,
+        group_name=connection.name,
+        kinds={"pandas"},
+        description=(
+            f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
+            f"`{connection.path.name}` and validated against the service's contract; invalid "
+            "rows are quarantined with their reason."
+        ),
+    )
+    def mapped_accommodations(
+        context: dg.AssetExecutionContext, sources: SourcesResource
+    ) -> dg.MaterializeResult:
+        with sources.environment():
+            batch = _map(connection, Entity.ACCOMMODATION, window=None)
+        return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
+
+    return mapped_accommodations
+
+
+def _mapped_reservations(
+    connection: Connection, partitions: dg.PartitionsDefinition
+) -> dg.AssetsDefinition:
+    keys = connection_keys(connection.name)
+
+    @dg.asset(
+        key=keys.mapped_reservations,
+        group_name=connection.name,
+        kinds={"pandas"},
+        partitions_def=partitions,
+        # One run per contiguous range: the export is read once for the whole window.
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        description=(
+            f"Reservations of {connection.mapping.name} with check-in in the partition's month, "
+            f"read from the PMS export by `{connection.path.name}` and validated; invalid rows "
+            "are quarantined with their reason."
+        ),
+    )
+    def mapped_reservations(
+        context: dg.AssetExecutionContext, sources: SourcesResource
+    ) -> dg.MaterializeResult:
+        window = window_of(context.partition_time_window)
+        context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
+        with sources.environment():
+            batch = _map(connection, Entity.RESERVATION, window=window)
+        metadata = mapped_metadata(batch.records)
+        metadata["window"] = dg.MetadataValue.text(f"{window.start} .. {window.end}")
+        return dg.MaterializeResult(value=batch, metadata=metadata)
+
+    return mapped_reservations
+
+
+# -- syncing ------------------------------------------------------------------------------
+
+
+def _sync_check_specs(key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            CHECK_NO_NEW_DEAD_LETTERS,
+            asset=key,
+            description="The service refused no record in this sync (400/403 → dead letters).",
+        ),
+        dg.AssetCheckSpec(
+            CHECK_ACCOUNTS_AUTHENTICATED,
+            asset=key,
+            description="The service accepted the credentials of every account of the export.",
+        ),
+    ]
+
+
+def _sync(
+    connection: Connection,
+    batch: MappedBatch,
+    service: ServiceResource,
+    snapshot: SnapshotResource,
+) -> SyncReport:
+    return sync_batches(
+        {batch.entity: batch.records},
+        service.settings(snapshot),
+        policy=batch.policy,
+        mapping=str(connection.path),
+        window=batch.window,
+    )
+
+
+def _check_results(
+    key: dg.AssetKey, report: SyncReport, refused: dict[str, str]
+) -> list[dg.AssetCheckResult]:
+    dead = report.outcomes[str(Outcome.DEAD_LETTERED)]
+    return [
+        dg.AssetCheckResult(
+            asset_key=key,
+            check_name=CHECK_NO_NEW_DEAD_LETTERS,
+            passed=dead == 0,
+            # A dead letter is one record's problem, retried when its content changes: a warning.
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"dead_lettered": dg.MetadataValue.int(dead)},
+        ),
+        dg.AssetCheckResult(
+            asset_key=key,
+            check_name=CHECK_ACCOUNTS_AUTHENTICATED,
+            passed=not refused,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "accounts_refused": dg.MetadataValue.int(len(refused)),
+                "refused": dg.MetadataValue.text(", ".join(sorted(refused)) or "none"),
+            },
+        ),
+    ]
+
+
+def _refused(report: SyncReport) -> dict[str, str]:
+    return {account: str(error) for account, error in report.push.stopped_accounts.items()}
+
+
+def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: bool) -> None:
+    """Fail the step after its results are recorded, for the problems a data engineer must see.
+
+    Pending changes of accounts that authenticated mean transient faults outlasted the client's
+    retries: the step fails and Dagster's RetryPolicy runs it again. Refused credentials fail
+    the run at its last sync step, naming the accounts, so the other accounts' reservations
+    are still sent.
+    """
+    by_account = report.push.by_account
+    pending = sum(
+        counts.get(str(Outcome.PENDING), 0)
+        for (_, account), counts in by_account.items()
+        if account not in refused
+    )
+    failed = [
+        problem
+        for problem in report.push.problems
+        if problem.outcome == Outcome.FAILED and problem.account_id not in refused
+    ]
+    if pending:
+        raise dg.Failure(
+            f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx); "
+            "a retry sends only those, acknowledged records are not sent again",
+            allow_retries=True,
+        )
+    if failed:
+        first = failed[0]
+        raise dg.Failure(
+            f"{len(failed)} changes failed with an unexpected answer, first: account "
+            f"{first.account_id!r} record {first.record_id!r}: HTTP {first.http_status} "
+            f"{first.message} (x-request-id {', '.join(r for r in first.request_ids if r)})",
+            allow_retries=False,
+        )
+    if refused and last_sync:
+        names = ", ".join(repr(account) for account in sorted(refused))
+        raise dg.Failure(
+            f"the service refused the credentials (401) of account(s) {names}; their records "
+            "stay pending, the other accounts were synced. Fix the token and run again. "
+            + " | ".join(refused[account] for account in sorted(refused)),
+            metadata={"refused_accounts": dg.MetadataValue.text(names)},
+            allow_retries=False,
+        )
+
+
+def _runs_in_same_run(context: dg.AssetExecutionContext, key: dg.AssetKey) -> bool:
+    # An empty selection means "the whole job".
+    selection = context.run.asset_selection
+    if selection:
+        return key in selection
+    return key in context.job_def.asset_layer.asset_graph.get_all_asset_keys()
+
+
+def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
+    keys = connection_keys(connection.name)
+
+    @dg.asset(
+        key=keys.synced_accommodations,
+        group_name=connection.name,
+        kinds={"duckdb"},
+        ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
+        pool=SNAPSHOT_POOL,
+        retry_policy=SYNC_RETRY,
+        check_specs=_sync_check_specs(keys.synced_accommodations),
+        description=(
+            f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
+            "service: new units created, changed ones updated, units gone from a full export "
+            "deactivated. Metadata counts every action and outcome, per account."
+        ),
+    )
+    def synced_accommodations(
+        context: dg.AssetExecutionContext,
+        mapped: MappedBatch,
+        service: ServiceResource,
+        snapshot: SnapshotResource,
+    ) -> Iterator[dg.MaterializeResult]:
+        report = _sync(connection, mapped, service, snapshot)
+        refused = _refused(report)
+        for message in refused.values():
+            context.log.error(message)
+        yield dg.MaterializeResult(
+            value=SyncOutcome(
+                dagster_run_id=context.run.run_id,
+                refused_accounts=refused,
+                accounts=frozenset(mapped.records.accounts),
+            ),
+            metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
+            check_results=_check_results(keys.synced_accommodations, report, refused),
+        )
+        # The reservations' sync of the same run reports the refused accounts at the end.
+        last = not _runs_in_same_run(context, keys.synced_reservations)
+        _raise_for_problems(report, refused, last_sync=last)
+
+    return synced_accommodations
+
+
+def _synced_reservations(
+    connection: Connection, partitions: dg.PartitionsDefinition, has_accommodations: bool
+) -> dg.AssetsDefinition:
+    keys = connection_keys(connection.name)
+    ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
+    if has_accommodations:
+        # Units first: a reservation references its unit, so it is sent after the units' sync.
+        ins["accommodations"] = dg.AssetIn(keys.synced_accommodations)
+
+    @dg.asset(
+        key=keys.synced_reservations,
+        group_name=connection.name,
+        kinds={"duckdb"},
+        ins=ins,
+        partitions_def=partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SNAPSHOT_POOL,
+        retry_policy=SYNC_RETRY,
+        check_specs=_sync_check_specs(keys.synced_reservations),
+        description=(
+            f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
+            "acknowledged by the service: created, updated, and (if the mapping says so) future "
+            "stays gone from the export cancelled, only within the month. Metadata counts every "
+            "action and outcome, per account."
+        ),
+    )
+    def synced_reservations(
+        context: dg.AssetExecutionContext,
+        mapped: MappedBatch,
+        service: ServiceResource,
+        snapshot: SnapshotResource,
+        accommodations: SyncOutcome | None = None,
+    ) -> Iterator[dg.MaterializeResult]:
+        window = window_of(context.partition_time_window)
+        if mapped.window != window:
+            raise dg.Failure(
+                f"the mapped reservations cover {mapped.window}, this run covers {window}: "
+                "materialize mapped_reservations in the same run",
+                allow_retries=False,
+            )
+        if accommodations is not None and mapped.policy.accounts is None:
+            # The plan reconciles only accounts present in its batch; a month whose stays all
+            # left the export holds none, so take the accounts of the full units export too.
+            scope = accommodations.accounts | frozenset(mapped.records.accounts)
+            mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
+        report = _sync(connection, mapped, service, snapshot)
+        refused = _refused(report)
+        for message in refused.values():
+            context.log.error(message)
+        yield dg.MaterializeResult(
+            metadata=sync_metadata(report, str(Entity.RESERVATION)),
+            check_results=_check_results(keys.synced_reservations, report, refused),
+        )
+        if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
+            refused = {**accommodations.refused_accounts, **refused}
+        _raise_for_problems(report, refused, last_sync=True)
+
+    return synced_reservations

@@ -1,0 +1,79 @@
+"""The connections Dagster knows: one per mapping file in the mappings folder.
+
+A mapping file is any ``*.yaml``/``*.yml`` directly in the folder, or a ``mapping.yaml`` one
+folder down (``mappings/hotel/mapping.yaml``), so a connection's folder can keep other YAML
+files (value lists, samples) next to its mapping without them being taken for connections.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connector.errors import ConfigError
+
+MAPPINGS_DIR_VARIABLE = "PMS_SYNC_MAPPINGS_DIR"
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One PMS connection: its mapping file, the parsed mapping, and its Dagster-safe name."""
+
+    name: str
+    path: Path
+    mapping: Any  # connector.mapping.Mapping
+
+    @property
+    def dagster(self) -> Any:
+        """The mapping's ``dagster`` section: schedule, timezone, drop_folder, partitions_start."""
+        return self.mapping.dagster
+
+    def drop_folder(self) -> Path | None:
+        """The drop folder (the loader makes it absolute; relative to the mapping file)."""
+        folder = self.dagster.drop_folder
+        if not folder:
+            return None
+        path = Path(folder).expanduser()
+        return path if path.is_absolute() else (self.path.parent / path).resolve()
+
+
+def mappings_dir(default: Path) -> Path:
+    """The folder of mapping files: ``$PMS_SYNC_MAPPINGS_DIR``, else ``default``."""
+    configured = os.environ.get(MAPPINGS_DIR_VARIABLE)
+    return Path(configured).expanduser().resolve() if configured else default
+
+
+def mapping_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise ConfigError(
+            f"the mappings folder {folder} does not exist (set {MAPPINGS_DIR_VARIABLE})"
+        )
+    direct = [p for p in folder.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml")]
+    nested = [p for pattern in ("*/mapping.yaml", "*/mapping.yml") for p in folder.glob(pattern)]
+    return sorted(direct + nested)
+
+
+def dagster_name(name: str) -> str:
+    """A mapping's name as a Dagster name (letters, digits and underscores)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name.strip()).strip("_") or "connection"
+    return f"c_{safe}" if safe[0].isdigit() else safe
+
+
+def discover(folder: Path) -> list[Connection]:
+    """Every connection of the folder; a broken mapping file fails loudly with its file and line."""
+    from connector.mapping import load_mapping
+
+    connections: dict[str, Connection] = {}
+    for path in mapping_files(folder):
+        mapping = load_mapping(path)
+        name = dagster_name(mapping.name)
+        if name in connections:
+            raise ConfigError(
+                f"two mapping files give the connection name {name!r}: "
+                f"{connections[name].path} and {path}; rename one (its `name:` member)"
+            )
+        connections[name] = Connection(name=name, path=path, mapping=mapping)
+    return list(connections.values())

@@ -1,0 +1,116 @@
+"""``make demo``: the real pipeline end to end through Dagster, against the embedded defaults.
+
+Starts the sandbox on 127.0.0.1:8765 as a subprocess when nothing answers there, runs every
+connection's job over all its partitions (one run each, in process), and prints what was sent.
+A second run prints zero changes pushed: the snapshot under ``.pms-sync/`` remembers.
+
+    python -m assets.demo
+"""
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import dagster as dg
+import httpx
+
+from assets.assets import connection_keys
+from assets.connections import discover, mappings_dir
+from assets.factory import build_definitions
+from assets.jobs import job_name
+from assets.partitions import range_tags
+from assets.resources import DATA_DIR, PROJECT_ROOT, ServiceResource, default_resources
+from connector.plan import ACTIONS
+from connector.push import OUTCOMES
+from connector.sandbox.testing import sandbox_process
+
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _answers(base_url: str) -> bool:
+    try:
+        return httpx.get(f"{base_url}/_sandbox/health", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextlib.contextmanager
+def sandbox_if_needed(base_url: str) -> Iterator[None]:
+    """The local sandbox, started as a subprocess unless one (or the real service) answers."""
+    address = urlparse(base_url)
+    if _answers(base_url) or address.hostname not in ("127.0.0.1", "localhost"):
+        yield
+        return
+    print(f"starting the sandbox on {base_url} (data in {DATA_DIR / 'sandbox'})")
+    with sandbox_process(DATA_DIR / "sandbox", port=address.port or 80):
+        yield
+
+
+def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], int]:
+    keys = connection_keys(name)
+    lines, pushed = [], 0
+    for key in (keys.synced_accommodations, keys.synced_reservations):
+        materializations = result.asset_materializations_for_node(key.to_python_identifier())
+        if not materializations:
+            lines.append(f"  {key.path[-1]:<22} not synced (see the failures below)")
+            continue
+        metadata = {k: v.value for k, v in materializations[-1].metadata.items()}
+        actions = " ".join(f"{a}={metadata.get(str(a), 0)}" for a in ACTIONS)
+        outcomes = " ".join(f"{o}={metadata.get(str(o), 0)}" for o in OUTCOMES)
+        pushed += int(metadata.get("requests", 0))
+        held = metadata.get("held", 0)
+        lines.append(f"  {key.path[-1]:<22} {actions} held={held} | {outcomes}")
+        reasons = str(metadata.get("dead_letter_top_reasons", "")).splitlines()[2:3]
+        lines += [f"  {'':<22} most refused: {reason.strip('| ')}" for reason in reasons]
+    return lines, pushed
+
+
+def main() -> int:
+    resources = default_resources()
+    service = resources["service"]
+    assert isinstance(service, ServiceResource)
+    folder = mappings_dir(PROJECT_ROOT / "mappings")
+    defs = build_definitions(folder, resources)
+    failed = False
+    total = 0
+    instance = dg.DagsterInstance.ephemeral()
+    with sandbox_if_needed(service.base_url):
+        for connection in discover(folder):
+            job = defs.resolve_job_def(job_name(connection))
+            partitions = job.partitions_def
+            assert partitions is not None
+            keys = partitions.get_partition_keys()
+            everything = dg.PartitionKeyRange(keys[0], keys[-1])
+            result = job.execute_in_process(
+                instance=instance,
+                tags=range_tags(everything),
+                run_config=_QUIET,
+                raise_on_error=False,
+            )
+            lines, pushed = _summary(result, connection.name)
+            total += pushed
+            print(
+                f"{connection.name} ({connection.path}): "
+                f"{'ok' if result.success else 'FAILED'}, {pushed} requests"
+            )
+            print("\n".join(lines))
+            for event in result.all_events:
+                if event.event_type_value == "STEP_FAILURE":
+                    failed = True
+                    print(
+                        f"  ! {event.step_key}: {event.event_specific_data.error.message.strip()}"
+                    )
+                if event.event_type_value == "ASSET_CHECK_EVALUATION":
+                    check = event.event_specific_data
+                    if not check.passed:
+                        print(
+                            f"  ! check {check.check_name} on {check.asset_key.to_user_string()} did not pass"
+                        )
+    quiet = total == 0 and not failed
+    print(f"requests sent: {total}" + (" (nothing changed since the last run)" if quiet else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

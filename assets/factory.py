@@ -1,0 +1,67 @@
+"""Definitions built from a folder of mapping files: one asset group per connection."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+
+from assets.assets import build_assets
+from assets.checks import build_checks
+from assets.connections import Connection, discover
+from assets.jobs import build_job
+from assets.partitions import reservation_partitions
+from assets.resources import default_resources
+from assets.schedules import build_schedule
+from assets.sensors import build_sensor
+from connector.contract import Entity
+
+
+@contextmanager
+def _accepted_preview_apis() -> Iterator[None]:
+    """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions-dagster.md).
+
+    ``backfill_policy`` (beta) makes a backfill or the nightly window one run that reads the
+    export once; ``partitions_def`` on an asset check (preview) lets a check of a partitioned
+    asset read exactly the run's partitions. Any other warning still shows.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning
+        )
+        warnings.filterwarnings(
+            "ignore",
+            message=r"Specifying a partitions_def on an AssetCheckSpec",
+            category=dg.PreviewWarning,
+        )
+        yield
+
+
+def connection_definitions(connection: Connection) -> dg.Definitions:
+    """Assets, checks, job, nightly schedule and (with a drop folder) sensor of one connection."""
+    settings = connection.dagster
+    partitions = reservation_partitions(settings.partitions_start, settings.timezone)
+    job = build_job(connection)
+    # Only reservations are partitioned: a units-only connection's runs carry no window.
+    window = partitions if Entity.RESERVATION in connection.mapping.entities else None
+    sensor = build_sensor(connection, job, window)
+    return dg.Definitions(
+        assets=build_assets(connection, partitions),
+        asset_checks=build_checks(connection, partitions),
+        jobs=[job],
+        schedules=[build_schedule(connection, job, window)],
+        sensors=[sensor] if sensor else [],
+    )
+
+
+def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
+    """Definitions for every mapping file of ``folder``, with the given or default resources."""
+    with _accepted_preview_apis():
+        connections = [connection_definitions(connection) for connection in discover(folder)]
+    return dg.Definitions.merge(
+        *connections,
+        dg.Definitions(resources=resources if resources is not None else default_resources()),
+    )

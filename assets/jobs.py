@@ -1,0 +1,25 @@
+"""One job per connection: every asset and check of its group, in dependency order."""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from assets.connections import Connection
+
+
+def job_name(connection: Connection) -> str:
+    return f"{connection.name}_sync"
+
+
+def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
+    # Partitioning is inferred from the selected assets (reservations by month of check-in).
+    return dg.define_asset_job(
+        job_name(connection),
+        selection=dg.AssetSelection.groups(connection.name),
+        description=(
+            f"Map {connection.mapping.name}'s export, check it, and push the changes to the "
+            "service: accommodations, then reservations of the run's check-in window."
+        ),
+        tags={"pms_sync/connection": connection.name},
+    )

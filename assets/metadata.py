@@ -1,0 +1,209 @@
+"""What the UI shows about a run: numeric counts it can plot, and short masked previews.
+
+Numbers are emitted on every run, zeros included, so the UI's plots have no gaps. Previews are
+capped at SAMPLE_ROWS rows: large metadata makes the UI slow. Every payload shown passes through
+``connector.secrets.mask_payload``; messages from the service are masked by the client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from connector.pipeline import SyncReport
+from connector.plan import ACTIONS
+from connector.push import OUTCOMES, Outcome
+from connector.records import MappedRecords
+from connector.secrets import is_sensitive, mask_payload, mask_value
+
+SAMPLE_ROWS = 20
+TOP_REASONS = 5
+_PAYLOAD_CHARS = 160
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    def cell(value: Any) -> str:
+        text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def quarantined_rows(batch: MappedRecords) -> int:
+    """Input rows that produced no record: a row with several problems counts once."""
+    quarantine = batch.quarantine
+    if not len(quarantine):
+        return 0
+    return int(quarantine.drop_duplicates(["input", "rows"]).shape[0])
+
+
+def quarantine_share(batch: MappedRecords) -> float:
+    bad = quarantined_rows(batch)
+    total = len(batch.records) + bad
+    return bad / total if total else 0.0
+
+
+def top_reasons(reasons: Iterable[str]) -> str:
+    counts = Counter(reason for reason in reasons if reason)
+    return markdown_table(("reason", "count"), counts.most_common(TOP_REASONS))
+
+
+def mapped_metadata(batch: MappedRecords) -> dict[str, Any]:
+    """Counts and a quarantine preview of one entity's mapped records."""
+    records, quarantine = batch.records, batch.quarantine
+    per_account = records["account_id"].astype(str).value_counts().sort_index()
+    metadata: dict[str, Any] = {
+        "records": dg.MetadataValue.int(len(records)),
+        "quarantined_rows": dg.MetadataValue.int(quarantined_rows(batch)),
+        "quarantine_problems": dg.MetadataValue.int(len(quarantine)),
+        "quarantine_share": dg.MetadataValue.float(round(quarantine_share(batch), 6)),
+        "accounts": dg.MetadataValue.int(len(per_account)),
+        "records_per_account": dg.MetadataValue.md(
+            markdown_table(("account", "records"), per_account.head(SAMPLE_ROWS).items())
+        ),
+    }
+    if len(quarantine):
+        sample = quarantine.head(SAMPLE_ROWS)
+        metadata["quarantine_top_reasons"] = dg.MetadataValue.md(top_reasons(quarantine["reason"]))
+        metadata["quarantine_sample"] = dg.MetadataValue.md(
+            markdown_table(
+                ("input", "rows", "account", "record", "field", "reason", "value"),
+                (
+                    (
+                        row.input,
+                        row.rows,
+                        row.account_id,
+                        row.record_id,
+                        row.field,
+                        row.reason,
+                        # The engine masks sensitive values already; mask again by field name
+                        # so a preview can never be the first place a door code leaks.
+                        mask_value(row.value)
+                        if is_sensitive(str(row.field).rsplit(".", 1)[-1])
+                        else row.value,
+                    )
+                    for row in sample.itertuples(index=False)
+                ),
+            )
+        )
+    return metadata
+
+
+def _masked_payload(payload: str) -> str:
+    try:
+        text = json.dumps(mask_payload(json.loads(payload)), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return ""
+    return text if len(text) <= _PAYLOAD_CHARS else text[: _PAYLOAD_CHARS - 1] + "…"
+
+
+def account_rows(
+    report: SyncReport, entity: str, stopped: Mapping[str, str]
+) -> list[tuple[Any, ...]]:
+    """One row per account: extracted, actions, outcomes, requests, and whether it was refused."""
+    plan = report.plan
+    rows = []
+    for account in plan.accounts:
+        actions = plan.counts_by(entity, account)  # type: ignore[arg-type]
+        outcomes = report.push.by_account.get((entity, account), Counter())
+        extracted = plan.extracted[
+            (plan.extracted["entity"] == entity) & (plan.extracted["account_id"] == account)
+        ]
+        rows.append(
+            (
+                account,
+                int(extracted["extracted"].sum()),
+                *(actions[str(action)] for action in ACTIONS),
+                *(int(outcomes.get(str(outcome), 0)) for outcome in OUTCOMES),
+                int(outcomes.get("requests", 0)),
+                "401: credentials refused" if account in stopped else "ok",
+            )
+        )
+    return rows
+
+
+def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
+    """Everything a data engineer reads after a sync, numbers first."""
+    counts, outcomes, push = report.counts, report.outcomes, report.push
+    extracted = int(report.plan.extracted["extracted"].sum()) if len(report.plan.extracted) else 0
+    duration = max(report.duration_s, 1e-9)
+    metadata: dict[str, Any] = {
+        **{action: dg.MetadataValue.int(counts[action]) for action in map(str, ACTIONS)},
+        "held": dg.MetadataValue.int(report.plan.held),
+        **{outcome: dg.MetadataValue.int(outcomes[outcome]) for outcome in map(str, OUTCOMES)},
+        "requests": dg.MetadataValue.int(report.requests),
+        "records": dg.MetadataValue.int(extracted),
+        "quarantined": dg.MetadataValue.int(sum(report.quarantine.values())),
+        "duration_s": dg.MetadataValue.float(round(report.duration_s, 3)),
+        "records_per_second": dg.MetadataValue.float(round(extracted / duration, 1)),
+        "requests_per_second": dg.MetadataValue.float(
+            round(report.requests / push.duration_s, 1) if push.duration_s > 0 else 0.0
+        ),
+        "accounts_refused": dg.MetadataValue.int(len(push.stopped_accounts)),
+        "status": dg.MetadataValue.text(report.status),
+        "sync_run_id": dg.MetadataValue.text(report.run_id),
+    }
+    stopped = {account: str(error) for account, error in push.stopped_accounts.items()}
+    metadata["accounts"] = dg.MetadataValue.md(
+        markdown_table(
+            ("account", "records", *map(str, ACTIONS), *map(str, OUTCOMES), "requests", "auth"),
+            account_rows(report, entity, stopped)[:SAMPLE_ROWS],
+        )
+    )
+    changes = report.plan.changes.head(SAMPLE_ROWS)
+    metadata["changes_sample"] = dg.MetadataValue.md(
+        markdown_table(
+            ("account", "record", "action", "reason", "payload (masked)"),
+            (
+                (
+                    row.account_id,
+                    row.record_id,
+                    row.action,
+                    row.reason,
+                    _masked_payload(row.payload),
+                )
+                for row in changes.itertuples(index=False)
+            ),
+        )
+    )
+    dead = [p for p in push.problems if p.outcome == Outcome.DEAD_LETTERED]
+    if dead:
+        metadata["dead_letter_top_reasons"] = dg.MetadataValue.md(
+            top_reasons(f"HTTP {p.http_status}: {p.message}" for p in dead)
+        )
+    if report.quarantine_sample:
+        metadata["quarantine_top_reasons"] = dg.MetadataValue.md(
+            top_reasons(str(row.get("reason") or "") for row in report.quarantine_sample)
+        )
+    failures = push.problems  # dead-lettered, failed and pending: each with its x-request-ids
+    request_ids = [rid for p in failures for rid in p.request_ids if rid]
+    if failures:
+        metadata["failures"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "record", "outcome", "HTTP", "message", "x-request-ids"),
+                (
+                    (
+                        p.account_id,
+                        p.record_id,
+                        str(p.outcome),
+                        p.http_status,
+                        p.message,
+                        ", ".join(r for r in p.request_ids if r),
+                    )
+                    for p in failures[:SAMPLE_ROWS]
+                ),
+            )
+        )
+        metadata["failed_request_ids"] = dg.MetadataValue.text(", ".join(request_ids[:50]))
+    if report.plan.window is not None:
+        metadata["window"] = dg.MetadataValue.text(
+            f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"
+        )
+    return metadata

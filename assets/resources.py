@@ -1,0 +1,173 @@
+"""Resources: where the service is and how to talk to it, where the snapshot lives, check limits.
+
+The embedded defaults point at the local sandbox (``http://127.0.0.1:8765``, token
+``demo-token``) and a DuckDB snapshot under the project's data folder ``.pms-sync/``. A
+deployment overrides them with environment variables (read through ``dg.EnvVar`` so their
+values never show in the UI) or by replacing the resources in ``assets/definitions.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from assets.storage import MappedRecordsIOManager
+from connector.client import DEFAULT_BASE_URL, AccountTokens
+from connector.errors import ConfigError
+from connector.push import PushOptions
+from connector.settings import SyncSettings, load_settings, load_tokens_file
+from connector.snapshot import Snapshot, SnapshotStore
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / ".pms-sync"
+SANDBOX_TOKEN = "demo-token"  # the local sandbox's published demo token, not a secret
+
+
+class ServiceResource(dg.ConfigurableResource):
+    """The guest-experience service: base URL, credentials per account, pace and patience."""
+
+    base_url: str = Field(default=DEFAULT_BASE_URL, description="Service base URL.")
+    token: str | None = Field(
+        default=None,
+        description="Sync-webhook token for every account without its own (use an EnvVar).",
+    )
+    account_token_env: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Per-account tokens: account id -> name of the environment variable holding its "
+            "token. Only variable names appear in the UI."
+        ),
+    )
+    tokens_file: str | None = Field(
+        default=None, description="YAML/JSON file of {accountId: token}, read at run time."
+    )
+    concurrency: int = Field(default=16, description="Requests in flight at once.")
+    rate_limit: float | None = Field(
+        default=None, description="Requests per second over all accounts; empty: unlimited."
+    )
+    max_attempts: int = Field(
+        default=5, description="Attempts per record for transient faults (first one included)."
+    )
+    timeout: float = Field(default=30.0, description="Read timeout per request, seconds.")
+
+    def tokens(self) -> AccountTokens:
+        per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}
+        for account, variable in self.account_token_env.items():
+            value = os.environ.get(variable)
+            if not value:
+                raise ConfigError(
+                    f"the token of account {account!r} is read from the environment variable "
+                    f"{variable}, which is not set"
+                )
+            per_account[account] = value
+        return AccountTokens(per_account=per_account, default=self.token or None)
+
+    def settings(self, snapshot: SnapshotResource) -> SyncSettings:
+        """The library's settings for one sync, from this resource only (no ambient env)."""
+        base = load_settings(
+            base_url=self.base_url,
+            snapshot=snapshot.path,
+            concurrency=self.concurrency,
+            rate_limit=self.rate_limit,
+            max_attempts=self.max_attempts,
+            env={},
+        )
+        return replace(
+            base,
+            client=replace(base.client, read_timeout=self.timeout),
+            tokens=self.tokens(),
+            push=PushOptions(concurrency=self.concurrency),
+            lock_timeout=snapshot.lock_timeout,
+        )
+
+
+class SnapshotResource(dg.ConfigurableResource):
+    """The DuckDB snapshot of what the service acknowledged (one writer at a time)."""
+
+    path: str = Field(
+        default=str(DATA_DIR / "snapshot.duckdb"), description="Snapshot file (DuckDB)."
+    )
+    lock_timeout: float = Field(
+        default=300.0,
+        description=(
+            "Seconds to wait for another process's write lock before failing; the Dagster pool "
+            "serialises writers first, this covers writers outside Dagster (the CLI)."
+        ),
+    )
+
+    @contextmanager
+    def open(self) -> Iterator[SnapshotStore]:
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        with Snapshot.open(self.path, lock_timeout=self.lock_timeout) as store:
+            yield store
+
+
+class SyncChecksResource(dg.ConfigurableResource):
+    """Thresholds of the asset checks that guard a push."""
+
+    max_quarantine_share: float = Field(
+        default=0.01,
+        description="Largest share of quarantined rows (0.01 = 1 %) that still lets a push run.",
+    )
+
+
+def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:
+    # Credentials: an EnvVar keeps the value out of the UI; it is used only when the variable
+    # is set, so the embedded default works on a fresh checkout with no environment at all.
+    return dg.EnvVar(name) if os.environ.get(name) else default
+
+
+def default_resources() -> dict[str, object]:
+    """The embedded defaults, overridable through PMS_SYNC_* environment variables."""
+    rate = os.environ.get("PMS_SYNC_RATE_LIMIT")
+    share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
+    return {
+        "service": ServiceResource(
+            base_url=os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL,
+            token=_env_or("PMS_SYNC_TOKEN", SANDBOX_TOKEN),
+            tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
+            concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
+            rate_limit=float(rate) if rate else None,
+        ),
+        "snapshot": SnapshotResource(
+            path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")
+        ),
+        "sources": SourcesResource(),
+        "sync_checks": SyncChecksResource(max_quarantine_share=float(share) if share else 0.01),
+        "io_manager": MappedRecordsIOManager(base_dir=str(DATA_DIR / "dagster-io")),
+    }
+
+
+class SourcesResource(dg.ConfigurableResource):
+    """Connection settings of the PMS sources, for mapping files that reference ``${VARIABLE}``.
+
+    A mapping file writes credentials as ``${PMS_SQL_URL}``; by default they come from the
+    process environment. Values set here (typically through ``dg.EnvVar``) take precedence
+    while a mapping step reads its inputs.
+    """
+
+    variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables the mapping files reference as ${NAME}, name -> value.",
+    )
+
+    @contextmanager
+    def environment(self) -> Iterator[None]:
+        # The mapping engine resolves ${NAME} from os.environ; set the values for the duration
+        # of the step only (each step of a multiprocess run is its own process).
+        previous = {name: os.environ.get(name) for name in self.variables}
+        os.environ.update(self.variables)
+        try:
+            yield
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value

@@ -1,0 +1,52 @@
+"""Where mapped records wait between the mapping step and the sync step of a run.
+
+Dagster's default filesystem IO manager stores one object per partition and cannot take the
+output of a run that covers a range of partitions (a single-run backfill, the nightly window).
+This one stores one pickle per asset and partition range, which is exactly what the next step
+of the same run loads.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+
+class MappedRecordsIOManager(dg.ConfigurableIOManager):
+    """Pickles step outputs under ``base_dir/<asset key>/<partition range>.pkl``."""
+
+    base_dir: str
+
+    def _path(self, context: dg.OutputContext | dg.InputContext) -> Path:
+        key = context.asset_key.path
+        if context.has_asset_partitions:
+            keys = context.asset_partition_key_range
+            name = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
+        else:
+            name = "all"
+        return Path(self.base_dir, *key, f"{name}.pkl")
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if obj is None:
+            return
+        path = self._path(context)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        # Write then rename: a crashed step never leaves half a file for the next one to load.
+        with temporary.open("wb") as handle:
+            pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        temporary.replace(path)
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        path = self._path(context)
+        if not path.exists():
+            raise dg.Failure(
+                f"{context.asset_key.to_user_string()} has no stored output for "
+                f"{path.stem}: materialize it in the same run (select its upstream assets too)",
+                allow_retries=False,
+            )
+        with path.open("rb") as handle:
+            return pickle.load(handle)

@@ -1,0 +1,159 @@
+"""The definitions generated from mapping files, the nightly schedule and the drop-folder sensor."""
+
+import json
+import os
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.factory import build_definitions
+from assets.partitions import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    current_range,
+    reservation_partitions,
+)
+from tests.dagster.exports import Export, booking, unit
+
+pytestmark = pytest.mark.filterwarnings("error::dagster.BetaWarning")
+
+
+@pytest.fixture
+def two_connections(tmp_path: Path) -> Path:
+    folder = tmp_path / "mappings"
+    Export(folder / "hotel", "hotel").write([unit(1)], [booking(1, date(2025, 3, 1))])
+    Export(folder / "apartments", "city-apartments").write(
+        [unit(1)], [booking(1, date(2025, 3, 1))], extra="  drop_folder: inbox\n"
+    )
+    return folder
+
+
+def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedule(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    defs = build_definitions(two_connections, resources)
+    graph = defs.resolve_asset_graph()
+
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys == {
+        f"{name}/{asset}"
+        for name in ("hotel", "city_apartments")
+        for asset in (
+            "mapped_accommodations",
+            "mapped_reservations",
+            "synced_accommodations",
+            "synced_reservations",
+        )
+    }
+    assert {graph.get(key).group_name for key in graph.get_all_asset_keys()} == {
+        "hotel",
+        "city_apartments",
+    }
+    checks = {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys}
+    assert checks == {
+        (f"{name}/{asset}", check)
+        for name in ("hotel", "city_apartments")
+        for asset, check in (
+            ("mapped_accommodations", "quarantine_below_threshold"),
+            ("mapped_reservations", "quarantine_below_threshold"),
+            ("mapped_reservations", "unit_ids_known"),
+            ("synced_accommodations", "no_new_dead_letters"),
+            ("synced_accommodations", "accounts_authenticated"),
+            ("synced_reservations", "no_new_dead_letters"),
+            ("synced_reservations", "accounts_authenticated"),
+        )
+    }
+    hotel = dg.AssetKey(["hotel", "synced_reservations"])
+    assert dg.AssetKey(["hotel", "synced_accommodations"]) in graph.get(hotel).parent_keys
+    assert graph.get(hotel).partitions_def is not None
+    assert graph.get(dg.AssetKey(["hotel", "synced_accommodations"])).partitions_def is None
+    assert defs.resolve_job_def("hotel_sync") and defs.resolve_job_def("city_apartments_sync")
+    schedule = defs.resolve_schedule_def("hotel_nightly")
+    assert (schedule.cron_schedule, schedule.execution_timezone) == ("30 3 * * *", "Europe/Vienna")
+    # Only the connection that names a drop folder is watched.
+    assert [sensor.name for sensor in defs.sensors] == ["city_apartments_drop_folder"]
+
+
+def test_bundled_mappings_load_as_the_code_location() -> None:
+    from assets.definitions import defs
+
+    names = {job.name for job in defs.jobs}
+    assert names and all(name.endswith("_sync") for name in names)
+    assert len(list(defs.schedules)) == len(names)
+
+
+def test_nightly_run_covers_last_month_to_twelve_months_ahead(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    defs = build_definitions(two_connections, resources)
+    schedule = defs.resolve_schedule_def("hotel_nightly")
+    tick = datetime(2026, 5, 14, 1, 30, tzinfo=UTC)
+
+    with dg.build_schedule_context(scheduled_execution_time=tick) as context:
+        request = schedule.evaluate_tick(context).run_requests[0]
+
+    assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "2026-04"
+    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "2027-05"
+
+
+def test_nightly_window_starts_at_the_first_partition_of_a_young_connection() -> None:
+    partitions = reservation_partitions("2025-01", "UTC")
+    window = current_range(partitions, date(2025, 1, 20))
+    assert (window.start, window.end) == ("2025-01", "2026-01")
+
+
+def test_sensor_starts_one_run_per_new_or_changed_file_and_none_for_an_unchanged_one(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    defs = build_definitions(two_connections, resources)
+    sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
+    inbox = two_connections / "apartments" / "inbox"
+
+    def tick(cursor: str | None) -> tuple[list[dg.RunRequest], str | None]:
+        with dg.build_sensor_context(cursor=cursor, definitions=defs) as context:
+            data = sensor.evaluate_tick(context)
+        return data.run_requests or [], data.cursor
+
+    requests, cursor = tick(None)
+    assert requests == []  # no folder yet: nothing to sync
+
+    inbox.mkdir()
+    export = inbox / "bookings-2025-03-01.csv"
+    export.write_text("booking_id\nB1\n")
+    (inbox / "upload.csv.part").write_text("half a file")
+    requests, cursor = tick(cursor)
+    assert len(requests) == 1
+    assert requests[0].tags["pms_sync/files"] == "bookings-2025-03-01.csv"
+
+    requests, cursor_after = tick(cursor)
+    assert requests == []  # unchanged file: no second run
+    cursor = cursor_after or cursor
+
+    export.write_text("booking_id\nB1\nB2\n")  # rewritten in place, new size
+    requests, cursor = tick(cursor)
+    assert len(requests) == 1
+
+    (inbox / "bookings-2025-03-02.csv").write_text("booking_id\nB3\n")
+    requests, cursor = tick(cursor)
+    assert [r.tags["pms_sync/files"] for r in requests] == ["bookings-2025-03-02.csv"]
+    assert set(json.loads(cursor or "{}")) == {"bookings-2025-03-01.csv", "bookings-2025-03-02.csv"}
+
+
+def test_sensor_notices_a_file_touched_with_the_same_size(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    defs = build_definitions(two_connections, resources)
+    sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
+    inbox = two_connections / "apartments" / "inbox"
+    inbox.mkdir()
+    export = inbox / "units.csv"
+    export.write_text("unit_id\nU1\n")
+    with dg.build_sensor_context(cursor=None, definitions=defs) as context:
+        first = sensor.evaluate_tick(context)
+    stat = export.stat()
+    os.utime(export, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with dg.build_sensor_context(cursor=first.cursor, definitions=defs) as context:
+        second = sensor.evaluate_tick(context)
+    assert len(second.run_requests or []) == 1

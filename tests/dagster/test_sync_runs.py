@@ -1,0 +1,295 @@
+"""End-to-end runs of a connection's job through Dagster against the real sandbox (slow)."""
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from assets.factory import build_definitions
+from assets.partitions import range_tags
+from assets.resources import ServiceResource
+from connector.sandbox.testing import SandboxHandle
+from tests.dagster.exports import Export, booking, unit
+
+pytestmark = pytest.mark.slow
+
+
+def run(defs: dg.Definitions, start: str, end: str | None = None) -> dg.ExecuteInProcessResult:
+    """One run of the hotel job over the partitions [start, end] (a single-run window)."""
+    job = defs.resolve_job_def("hotel_sync")
+    window = dg.PartitionKeyRange(start, end or start)
+    return job.execute_in_process(tags=range_tags(window), raise_on_error=False)
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    (materialization, *_) = result.asset_materializations_for_node(f"hotel__{asset}")
+    return {key: value.value for key, value in materialization.metadata.items()}
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], bool]:
+    return {
+        (e.asset_key.path[-1], e.check_name): e.passed
+        for e in (
+            event.event_specific_data
+            for event in result.all_events
+            if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        )
+    }
+
+
+def sync_requests(sandbox: SandboxHandle) -> int:
+    """Requests the sync webhooks received (the admin API's own calls left out)."""
+    return sum(
+        sum(by_status.values())
+        for endpoint, by_status in sandbox.stats()["requests"].items()
+        if "_sandbox" not in endpoint
+    )
+
+
+def stays(sandbox: SandboxHandle, account: str = "demo") -> set[str]:
+    return {record["id"] for record in sandbox.records(account, "reservation")}
+
+
+@pytest.fixture
+def hotel(tmp_path: Path) -> Export:
+    return Export(tmp_path / "mappings" / "hotel", "hotel")
+
+
+MONTHS = (3, 4, 5, 6)
+UNITS = [unit(1), unit(2), unit(3)]
+BOOKINGS = [booking(i, date(2025, MONTHS[i % 4], 1 + i), unit_number=1 + i % 3) for i in range(12)]
+
+
+def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, BOOKINGS)
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    first = run(defs, "2025-01", "2025-12")
+
+    assert first.success
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
+    assert stays(clean_sandbox) == {f"B{i}" for i in range(12)}
+    units, stays_sent = (
+        metadata(first, "synced_accommodations"),
+        metadata(first, "synced_reservations"),
+    )
+    assert (units["create"], units["acknowledged"], units["requests"]) == (3, 3, 3)
+    assert (stays_sent["create"], stays_sent["acknowledged"]) == (12, 12)
+    for numeric in (
+        "update",
+        "skip",
+        "deactivate",
+        "cancel",
+        "dead_lettered",
+        "pending",
+        "duration_s",
+        "records_per_second",
+    ):
+        assert isinstance(stays_sent[numeric], int | float)
+    assert all(checks(first).values())
+    sent = sync_requests(clean_sandbox)
+
+    second = run(defs, "2025-01", "2025-12")
+
+    assert second.success
+    assert sync_requests(clean_sandbox) == sent
+    assert metadata(second, "synced_accommodations")["skip"] == 3
+    assert (
+        metadata(second, "synced_reservations")["skip"],
+        metadata(second, "synced_reservations")["requests"],
+    ) == (12, 0)
+
+
+def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, BOOKINGS)
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert run(defs, "2025-03").success
+    sent = sync_requests(clean_sandbox)
+
+    hotel.write([unit(1), unit(2, name="Apartment 2 with balcony"), unit(3)], BOOKINGS)
+    result = run(defs, "2025-03")
+
+    assert result.success
+    units = metadata(result, "synced_accommodations")
+    assert (units["update"], units["skip"], units["requests"]) == (1, 2, 1)
+    assert sync_requests(clean_sandbox) == sent + 1
+    names = {r["id"]: r["resource"]["name"] for r in clean_sandbox.records("demo", "accommodation")}
+    assert names["U2"] == "Apartment 2 with balcony"
+    sample = units["changes_sample"]
+    assert "U2" in sample and "wifi-secret-2" not in sample and "***" in sample
+
+
+def test_each_partition_of_a_three_month_backfill_pushes_only_its_own_month(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, BOOKINGS)
+    defs = build_definitions(hotel.folder.parent, resources)
+    by_month = {m: {f"B{i}" for i in range(12) if MONTHS[i % 4] == m} for m in MONTHS}
+
+    delivered: set[str] = set()
+    for month in (3, 4, 5):
+        result = run(defs, f"2025-{month:02d}")
+        assert result.success
+        assert stays(clean_sandbox) - delivered == by_month[month]
+        delivered |= by_month[month]
+        assert metadata(result, "synced_reservations")["create"] == len(by_month[month])
+    assert not stays(clean_sandbox) & by_month[6]
+
+
+def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_alone(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, BOOKINGS)
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    result = run(defs, "2025-03", "2025-05")
+
+    assert result.success
+    partitions = {
+        m.partition for m in result.asset_materializations_for_node("hotel__synced_reservations")
+    }
+    assert partitions == {"2025-03", "2025-04", "2025-05"}
+    assert stays(clean_sandbox) == {f"B{i}" for i in range(12) if MONTHS[i % 4] != 6}
+
+
+def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    future = [booking(n, date(2027, month, 10)) for n, month in ((1, 3), (2, 4), (3, 5))]
+    hotel.write(UNITS, future, reservations_on_missing="cancel_future")
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert run(defs, "2027-03", "2027-05").success
+
+    # March's and April's stays leave the export; the run covers April only, which now holds
+    # no stay at all (the account is known from the units export).
+    hotel.write(UNITS, future[2:], reservations_on_missing="cancel_future")
+    result = run(defs, "2027-04")
+
+    assert result.success
+    assert metadata(result, "synced_reservations")["cancel"] == 1
+    status = {
+        r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "reservation")
+    }
+    assert status == {"B1": "CONFIRMED", "B2": "CANCELLED", "B3": "CONFIRMED"}
+
+
+def test_blocking_check_stops_the_push_of_a_mapping_with_five_percent_bad_rows(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    bookings = [booking(i, date(2025, 3, 1 + i)) for i in range(19)]
+    bookings.append(booking(19, date(2025, 3, 25), adults="two"))  # 1 of 20 rows invalid
+    hotel.write(UNITS, bookings)
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    result = run(defs, "2025-03")
+
+    assert not result.success
+    assert checks(result)[("mapped_reservations", "quarantine_below_threshold")] is False
+    assert not result.asset_materializations_for_node("hotel__synced_reservations")
+    assert stays(clean_sandbox) == set()
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3  # their own check passed
+    mapped = metadata(result, "mapped_reservations")
+    assert (mapped["quarantined_rows"], mapped["records"]) == (1, 19)
+
+
+def test_a_refused_record_fails_the_dead_letter_check_but_not_the_run(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    # demo-token may not write to hotel-b: the service answers 403, the record is dead-lettered.
+    hotel.write([unit(1), unit(2, account="hotel-b")], [booking(1, date(2025, 3, 5))])
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    result = run(defs, "2025-03")
+
+    assert result.success
+    assert checks(result)[("synced_accommodations", "no_new_dead_letters")] is False
+    units = metadata(result, "synced_accommodations")
+    assert (units["acknowledged"], units["dead_lettered"]) == (1, 1)
+    assert "403" in units["dead_letter_top_reasons"] and units["failed_request_ids"]
+
+
+def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_account_still_syncs(
+    hotel: Export,
+    resources: dict[str, object],
+    clean_sandbox: SandboxHandle,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hotel.write(
+        [unit(1), unit(2), unit(1, account="hotel-a"), unit(2, account="hotel-a")],
+        [booking(1, date(2025, 3, 5)), booking(2, date(2025, 3, 6), account="hotel-a")],
+    )
+    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "not-the-token")
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url,
+        token="demo-token",
+        account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
+    )
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+
+    result = run(defs, "2025-03")
+
+    assert not result.success
+    assert stays(clean_sandbox, "demo") == {"B1"}
+    assert len(clean_sandbox.records("demo", "accommodation")) == 2
+    assert clean_sandbox.records("hotel-a") == []
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_key == "hotel__synced_reservations"
+    assert "'hotel-a'" in failure.event_specific_data.error.message
+    assert checks(result)[("synced_accommodations", "accounts_authenticated")] is False
+    assert "not-the-token" not in str(metadata(result, "synced_reservations"))
+
+    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
+    assert run(defs, "2025-03").success
+    assert stays(clean_sandbox, "hotel-a") == {"B2"}
+
+
+def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
+    hotel: Export,
+    resources: dict[str, object],
+    clean_sandbox: SandboxHandle,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The production policy waits 30 s and more between attempts; the behaviour is the same.
+    monkeypatch.setattr("assets.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, concurrency=1
+    )
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
+
+    result = run(defs, "2025-03")
+
+    assert result.success
+    retries = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert [e.step_key for e in retries] == ["hotel__synced_accommodations"]
+    (first, second) = result.asset_materializations_for_node("hotel__synced_accommodations")
+    assert (first.metadata["acknowledged"].value, first.metadata["pending"].value) == (2, 1)
+    assert (second.metadata["skip"].value, second.metadata["requests"].value) == (2, 1)
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
+    assert sync_requests(clean_sandbox) == 3 + 1 + 1  # 3 units, 1 re-sent, 1 reservation
+
+
+def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the_units(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, None)
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert {key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
+        "mapped_accommodations",
+        "synced_accommodations",
+    }
+    tick = datetime(2026, 5, 14, 2, 0, tzinfo=UTC)
+    with dg.build_schedule_context(scheduled_execution_time=tick) as context:
+        (request,) = defs.resolve_schedule_def("hotel_nightly").evaluate_tick(context).run_requests
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(tags=request.tags)
+
+    assert result.success
+    assert len(clean_sandbox.records("demo", "accommodation")) == 3
