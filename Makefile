@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m connector.demo
+	$(BIN)/python -m assets.demo
 
 test: $(STAMP)
 	$(BIN)/ruff check .

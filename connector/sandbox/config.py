@@ -92,11 +92,21 @@ class SandboxConfig(_ConfigModel):
             accounts=[
                 AccountConfig(
                     id="demo", name="Demo Hotel", externalId="demo", sync_tokens=[DEMO_SYNC_TOKEN]
-                )
+                ),
+                # A second account on the same token, so the bundled hotel example can show one
+                # export routed to two accounts.
+                AccountConfig(
+                    id="demo-2",
+                    name="Demo Hotel Munich",
+                    externalId="demo-2",
+                    sync_tokens=[DEMO_SYNC_TOKEN],
+                ),
             ],
             clients=[
                 ClientConfig(
-                    client_id=DEMO_CLIENT_ID, client_secret=DEMO_CLIENT_SECRET, accounts=["demo"]
+                    client_id=DEMO_CLIENT_ID,
+                    client_secret=DEMO_CLIENT_SECRET,
+                    accounts=["demo", "demo-2"],
                 )
             ],
         )

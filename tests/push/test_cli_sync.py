@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from connector.sandbox.testing import SandboxHandle
 
 from connector.cli import main
+from connector.sandbox.testing import SandboxHandle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
 

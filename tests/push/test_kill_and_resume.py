@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from connector.sandbox.testing import SandboxHandle
 from push_samples import batches_of, expected_state, hotel, sandbox_state
 
 from connector.pipeline import sync_batches
+from connector.sandbox.testing import SandboxHandle
 from connector.settings import load_settings
 from connector.snapshot import Snapshot
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from connector.sandbox.testing import MULTI_CLIENT_ID, MULTI_CLIENT_SECRET, SandboxHandle
 from push_samples import FAST_RETRY, batches_of, hotel, settings_for
 
 from connector.client import (
@@ -24,6 +23,7 @@ from connector.client import (
 from connector.contract import AccommodationStatus, OutgoingEventName, WebhookConfig
 from connector.errors import AuthenticationError
 from connector.pipeline import sync_batches
+from connector.sandbox.testing import MULTI_CLIENT_ID, MULTI_CLIENT_SECRET, SandboxHandle
 
 T = TypeVar("T")
 MULTI = ClientCredentials(MULTI_CLIENT_ID, MULTI_CLIENT_SECRET)

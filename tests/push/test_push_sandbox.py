@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from connector.sandbox.testing import SandboxHandle
 from push_samples import (
     batches_of,
     expected_state,
@@ -18,6 +17,7 @@ from push_samples import (
 from connector.client import RetryPolicy
 from connector.contract import Entity
 from connector.pipeline import sync_batches
+from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot
 
 
