@@ -46,7 +46,7 @@ def test_a_sync_killed_mid_push_and_run_again_leaves_exactly_the_source_state(
         for entity, batch in batches.items()
         for row in batch.records.itertuples(index=False)
     }
-    service.set_faults(latency_ms=40)  # ≈ 1 s of pushing at concurrency 4: room to land a kill
+    service.set_faults(latency_ms=60)  # ≈ 1.5 s of pushing at concurrency 4: room to land a kill
 
     victim = subprocess.Popen(
         [str(PMS_SYNC), "sync", str(mapping)],
@@ -55,11 +55,11 @@ def test_a_sync_killed_mid_push_and_run_again_leaves_exactly_the_source_state(
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
-    while len(service.records()) < 30 and time.monotonic() < deadline and victim.poll() is None:
+    while service.count() < 30 and time.monotonic() < deadline and victim.poll() is None:
         time.sleep(0.02)
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=10)
-    delivered_before_kill = len(service.records())
+    delivered_before_kill = service.count()
     settings = load_settings()
     service.set_faults()
     # The same mapped records as the killed process read: map once, sync twice.
