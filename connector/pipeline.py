@@ -197,6 +197,8 @@ def sync_batches(
         result = push_plan(
             plan, client, snapshot, dry_run=dry_run, options=settings.push, on_progress=on_progress
         )
+        if not dry_run:
+            _adopt_exported(snapshot, batches, plan.connection)
         report = SyncReport(
             run_id=run_id,
             mapping=mapping,
@@ -211,6 +213,15 @@ def sync_batches(
         )
         _record_run(snapshot, report)
     return report
+
+
+def _adopt_exported(
+    snapshot: SnapshotStore, batches: Mapping[Entity, MappedRecords], connection: str | None
+) -> None:
+    # A record this connection exports is this connection's, changed or not: a unit that
+    # moved from one mapping to another is then reconciled by the one that has it now.
+    for entity, batch in batches.items():
+        snapshot.adopt(entity, batch.records, connection)
 
 
 def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:

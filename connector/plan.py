@@ -85,6 +85,10 @@ class ReconcilePolicy:
     # Accounts whose missing records may be reconciled. None: the accounts present in this
     # run's export, so an account absent from the export is never wiped out by accident.
     accounts: frozenset[str] | None = None
+    # The connection (mapping name) being synced. Several mappings may write to one account;
+    # each reconciles only the records it owns (last acknowledged or exported), so one
+    # mapping's full export never deactivates another's units.
+    connection: str | None = None
 
     def missing_rule(self, entity: Entity) -> OnMissing:
         if not self.full_export.get(entity, True):
@@ -99,7 +103,12 @@ class ReconcilePolicy:
         for entity, spec in mapping.entities.items():
             on_missing[Entity(entity)] = OnMissing(str(getattr(spec, "on_missing", "ignore")))
             full_export[Entity(entity)] = bool(getattr(spec, "full_export", True))
-        return cls(on_missing=on_missing, full_export=full_export)
+        name = getattr(mapping, "name", None)
+        return cls(
+            on_missing=on_missing,
+            full_export=full_export,
+            connection=str(name) if name is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,7 @@ class Plan:
     window: DateWindow | None = None
     force: Force = field(default_factory=Force)
     only_ids_not_in_export: list[str] = field(default_factory=list)  # --only ids nobody exported
+    connection: str | None = None  # recorded as the owner of what the push acknowledges
 
     @property
     def counts(self) -> dict[str, int]:
@@ -181,6 +191,7 @@ class Plan:
             "by_entity": per_entity,
             "by_urgency": self.by_urgency,
             "accounts": self.accounts,
+            "connection": self.connection,
             "window": (
                 {"start": self.window.start.isoformat(), "end": self.window.end.isoformat()}
                 if self.window
@@ -266,6 +277,7 @@ def build_plan(
                 today=today,
                 full_resync=force.full_resync,
                 only_ids=force.only_ids,
+                connection=policy.connection,
             )
         )
         changes.append(_as_changes(entity, result.changes))
@@ -289,6 +301,7 @@ def build_plan(
         window=window,
         force=force,
         only_ids_not_in_export=sorted((force.only_ids or frozenset()) - present_ids),
+        connection=policy.connection,
     )
 
 

@@ -160,7 +160,7 @@ async def push_plan_async(
     columns = list(_Change._fields)
     changes = [_Change(*row) for row in plan.changes.loc[:, columns].itertuples(index=False)]
     progress = _Progress(len(changes), on_progress)
-    recorder = _Recorder(snapshot, options)
+    recorder = _Recorder(snapshot, options, plan.connection)
     async with client:
         flusher = asyncio.create_task(recorder.flush_periodically())
         try:
@@ -242,6 +242,7 @@ def _record(
                 status=RecordStatus(change.status_after),
                 acknowledged_at=now,
                 request_id=attempts.request_id,
+                connection=recorder.connection,
             )
         )
         detail = response_disagreement(change.entity, change.action, change.payload, attempts.body)
@@ -371,9 +372,12 @@ class _Progress:
 class _Recorder:
     """Buffers answers and commits them to the snapshot in small batches."""
 
-    def __init__(self, snapshot: SnapshotStore, options: PushOptions) -> None:
+    def __init__(
+        self, snapshot: SnapshotStore, options: PushOptions, connection: str | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.options = options
+        self.connection = connection  # the owner recorded with every acknowledgement
         self._acks: list[Acknowledgement] = []
         self._refusals: list[Refusal] = []
 

@@ -97,6 +97,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "the connection that owns each acknowledged record",
+        (
+            # The mapping name (``mapping.name``) that last acknowledged or exported the
+            # record: reconciliation of records gone from a full export only considers the
+            # records of the connection being synced. Rows written before this step get NULL
+            # (unknown owner): no named connection reconciles them until its export contains
+            # them again and adopts them (docs/decisions-rate.md, "Reconciliation per
+            # connection").
+            "ALTER TABLE acknowledged ADD COLUMN connection VARCHAR",
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
