@@ -22,6 +22,7 @@ from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push
 from connector.records import DateWindow, MappedRecords
 from connector.settings import SyncSettings
 from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore
+from connector.urgency import URGENCY_CLASSES
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
 
@@ -115,6 +116,9 @@ class SyncReport:
             "dead_letters": self.dead_letters,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,
+            "deferred": sum(self.push.deferred.values()),
+            "throttled": self.push.throttled,
+            "unsent_by_urgency": {u: int(self.push.unsent.get(u, 0)) for u in URGENCY_CLASSES},
         }
 
 
@@ -144,7 +148,15 @@ def plan_sync(
     """Map and diff without sending anything."""
     batches, policy = load_batches(mapping_path, entities=entities, window=window)
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        return build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        return build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
 
 
 def run_sync(
@@ -192,7 +204,15 @@ def sync_batches(
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        plan = build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        plan = build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
         client = ServiceClient(settings.client, settings.tokens)
         result = push_plan(
             plan, client, snapshot, dry_run=dry_run, options=settings.push, on_progress=on_progress

@@ -21,6 +21,7 @@ from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.records import DateWindow, MappedRecords
 from connector.snapshot import DiffRequest, OnMissing, RecordStatus, SnapshotStore
+from connector.urgency import URGENCY_CLASSES, UrgencyPolicy
 
 
 class Action(StrEnum):
@@ -49,8 +50,6 @@ _STATUS_AFTER_ACTION: dict[str, RecordStatus] = {
     Action.DEACTIVATE: RecordStatus.DEACTIVATED,
     Action.CANCEL: RecordStatus.CANCELLED,
 }
-URGENCY_CLASSES: tuple[str, ...] = ("unit", "upcoming", "past")
-"""Delivery classes in the order they are sent (see :func:`delivery_order`)."""
 _ENTITY_ORDER: tuple[Entity, ...] = (Entity.ACCOMMODATION, Entity.RESERVATION)
 
 CHANGE_COLUMNS: tuple[str, ...] = (
@@ -65,7 +64,7 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "status_after",  # RecordStatus recorded once acknowledged
     "checkin",
     "checkout",
-    "urgency",  # unit | upcoming | past: the delivery class
+    "urgency",  # unit | upcoming | future | past: the delivery class (connector.urgency)
 )
 
 
@@ -158,7 +157,7 @@ class Plan:
 
     @property
     def by_urgency(self) -> dict[str, int]:
-        """Requests to send per delivery class (``unit``, ``upcoming``, ``past``)."""
+        """Requests to send per delivery class (``connector.urgency.URGENCY_CLASSES``)."""
         found = self.changes["urgency"].value_counts() if len(self.changes) else {}
         return {urgency: int(found.get(urgency, 0)) for urgency in URGENCY_CLASSES}
 
@@ -247,6 +246,7 @@ def build_plan(
     window: DateWindow | None = None,
     force: Force | None = None,
     today: date | None = None,
+    urgency: UrgencyPolicy | None = None,
 ) -> Plan:
     """Decide create / update / skip / deactivate / cancel for every record of the batches."""
     policy = policy or ReconcilePolicy()
@@ -291,7 +291,7 @@ def build_plan(
         else _empty(("entity", "account_id", "action", "reason", "n"))
     )
     return Plan(
-        changes=delivery_order(change_frame, today),
+        changes=delivery_order(change_frame, today, urgency),
         tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]],
         extracted=(
             pd.concat(extracted, ignore_index=True)
@@ -305,26 +305,37 @@ def build_plan(
     )
 
 
-def delivery_order(changes: pd.DataFrame, today: date) -> pd.DataFrame:
-    """The order of sending: units first, then stays by urgency.
+def delivery_order(
+    changes: pd.DataFrame, today: date, policy: UrgencyPolicy | None = None
+) -> pd.DataFrame:
+    """The order of sending: the single place that decides it (classes: connector.urgency).
 
-    Accommodations come before the reservations that reference them. Reservations: upcoming
-    and in-progress stays (check-out today or later) by check-in, soonest first; then past
-    stays, most recent first. The ``urgency`` column names the class. Issue 8 refines this.
+    Accommodations come before the reservations that reference them. Reservations: stays in
+    progress and arrivals within the policy's horizon (and cancellations of stays not yet
+    ended) by check-in, soonest first; then other future stays, soonest first; then past
+    stays, most recent first. The ``urgency`` column names the class.
     """
+    policy = policy or UrgencyPolicy()
     if not len(changes):
         return changes.assign(urgency=pd.Series(dtype="object"))
     frame = changes.copy()
     is_unit = frame["entity"] == str(Entity.ACCOMMODATION)
     checkout = pd.to_datetime(frame["checkout"])
     checkin = pd.to_datetime(frame["checkin"])
-    upcoming = (~is_unit) & (checkout >= pd.Timestamp(today))
+    start = pd.Timestamp(today)
+    not_ended = (~is_unit) & (checkout >= start)
+    soon = checkin < start + pd.Timedelta(days=policy.horizon_days + 1)
+    cancelling = frame["action"] == Action.CANCEL
+    if "payload" in frame:
+        cancelling |= frame["payload"].astype(str).str.contains(f'"status":"{CANCELLED}"')
+    urgent = not_ended & (soon | (cancelling & policy.cancellations_urgent))
     frame["urgency"] = "past"
-    frame.loc[upcoming, "urgency"] = "upcoming"
+    frame.loc[not_ended, "urgency"] = "future"
+    frame.loc[urgent, "urgency"] = "upcoming"
     frame.loc[is_unit, "urgency"] = "unit"
     rank = frame["urgency"].map({name: i for i, name in enumerate(URGENCY_CLASSES)})
     # Past stays most recent first: sort on the negated check-in (NaT last).
-    day = (checkin - pd.Timestamp(today)).dt.days.astype("float")
+    day = (checkin - start).dt.days.astype("float")
     key = day.where(frame["urgency"] != "past", -day).fillna(float("inf"))
     frame = frame.assign(_rank=rank, _key=key)
     frame = frame.sort_values(["_rank", "_key", "account_id", "record_id"], kind="stable")

@@ -1,20 +1,88 @@
-"""Client-side rate limiting, so the service's limits are respected rather than discovered."""
+"""Client-side rate limiting, so the service's limits are respected rather than discovered.
+
+:class:`WindowLimiter` keeps, per window (second, minute, hour), the times of the requests
+counted against it in the last window length, and lets a request go only when every window
+has room: at most ``limit`` requests in *any* interval of the window's length, which is never
+more than the service's fixed windows allow. The service's ``X-RateLimit-Remaining-*`` headers
+add what another process sharing the token used, so the limiter leaves that room alone; a
+window the service reports exhausted is not sent into until it has certainly reset. A 429 is
+a rare event, counted, and pauses every request for its ``Retry-After``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
+
+LIMIT_HEADER = "x-ratelimit-limit-"
+REMAINING_HEADER = "x-ratelimit-remaining-"
+
+
+@dataclass(frozen=True)
+class Window:
+    """``limit`` requests per ``seconds``; ``name`` is the header suffix (Second, Minute, Hour)."""
+
+    name: str
+    limit: int
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if self.limit < 1 or self.seconds <= 0:
+            raise ValueError(f"a rate window needs a positive limit and length, got {self}")
+
+    @property
+    def span(self) -> float:
+        # Requests travel: one sent just after a window's start may be counted in the
+        # previous fixed window of the service. A small margin (2 % + 20 ms, at most 1 s)
+        # absorbs that jitter at a cost of ≈ 2 % of the throughput.
+        return self.seconds + min(0.02 * self.seconds + 0.02, 1.0)
+
+
+STANDARD_LENGTHS: dict[str, float] = {"Second": 1.0, "Minute": 60.0, "Hour": 3600.0}
+DOCUMENTED_WINDOWS: tuple[Window, ...] = (
+    Window("Second", 15, 1.0),
+    Window("Minute", 120, 60.0),
+    Window("Hour", 5000, 3600.0),
+)
+"""The public documentation's limits of a real service (see docs/rate-limits.md)."""
+
+_UNITS = {"s": "Second", "sec": "Second", "second": "Second", "m": "Minute", "min": "Minute"}
+_UNITS |= {"minute": "Minute", "h": "Hour", "hour": "Hour"}
+
+
+def parse_windows(text: str) -> tuple[Window, ...]:
+    """``"15/s,120/min,5000/h"`` → windows; ``"off"`` or ``""`` → none."""
+    text = text.strip().lower()
+    if text in ("", "off", "none", "0"):
+        return ()
+    windows: list[Window] = []
+    for part in text.split(","):
+        count, _, unit = part.strip().partition("/")
+        name = _UNITS.get(unit.strip())
+        if name is None or not count.strip().isdigit():
+            raise ValueError(
+                f"rate limit {part.strip()!r}: expected <requests>/<s|min|h>, e.g. 120/min"
+            )
+        windows.append(Window(name, int(count), STANDARD_LENGTHS[name]))
+    return tuple(windows)
 
 
 class RateLimiter(Protocol):
-    """Waits until one more request may be sent. Issue 8 adds multi-window limiters."""
+    """Waits until one more request may be sent, and learns from the answers."""
 
     async def acquire(self) -> None: ...
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from a response's headers (X-RateLimit-Remaining-*); may be a no-op."""
+        """Learn from a response's headers (X-RateLimit-*); may be a no-op."""
+        ...
+
+    def throttled(self, retry_after: float | None) -> None:
+        """The service answered 429: pause for its Retry-After."""
         ...
 
 
@@ -23,6 +91,9 @@ class Unlimited:
         return None
 
     def observe(self, headers: Mapping[str, str]) -> None:
+        return None
+
+    def throttled(self, retry_after: float | None) -> None:
         return None
 
 
@@ -51,6 +122,153 @@ class TokenBucket:
     def observe(self, headers: Mapping[str, str]) -> None:
         return None
 
+    def throttled(self, retry_after: float | None) -> None:
+        return None
 
-def limiter_for(rate: float | None) -> RateLimiter:
-    return TokenBucket(rate) if rate else Unlimited()
+
+class WindowLimiter:
+    """Every window at once; adapts to what the service reports; state can be saved and loaded.
+
+    Times are wall-clock seconds (``time.time``) so that a saved state means the same in the
+    next process (see :meth:`history` and :meth:`preload`).
+    """
+
+    def __init__(
+        self,
+        windows: Iterable[Window],
+        *,
+        learn: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.windows: dict[str, Window] = {w.name: w for w in windows}
+        self.learn = learn  # adopt limits the service announces for windows not configured
+        self._clock = clock
+        self._log: dict[str, deque[float]] = {name: deque() for name in self.windows}
+        self._blocked_until: dict[str, float] = {}
+        self._paused_until = 0.0
+        self._lock = asyncio.Lock()
+        self.sent = 0
+        self.throttled_responses = 0  # 429s received
+        self.waited_s = 0.0  # time spent waiting for a window
+        self.foreign = 0  # requests another user of the token made, as the headers revealed
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.windows)
+
+    async def acquire(self) -> None:
+        # The lock makes waiters queue in order: requests leave in plan (urgency) order.
+        async with self._lock:
+            while True:
+                now = self._clock()
+                wait = self._wait(now)
+                if wait <= 0:
+                    for name in self.windows:
+                        self._log[name].append(now)
+                    self.sent += 1
+                    return
+                self.waited_s += wait
+                await asyncio.sleep(wait)
+
+    def _wait(self, now: float) -> float:
+        wait = self._paused_until - now
+        for name, window in self.windows.items():
+            log = self._log[name]
+            while log and log[0] <= now - window.span:
+                log.popleft()
+            wait = max(wait, self._blocked_until.get(name, 0.0) - now)
+            if len(log) >= window.limit:
+                # The oldest request that must leave the window before one more fits.
+                wait = max(wait, log[len(log) - window.limit] + window.span - now)
+        return wait
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        now = self._clock()
+        lowered = {key.lower(): value for key, value in headers.items()}
+        for key, value in lowered.items():
+            if not key.startswith(REMAINING_HEADER):
+                continue
+            name = key[len(REMAINING_HEADER) :].capitalize()
+            remaining = _integer(value)
+            limit = _integer(lowered.get(LIMIT_HEADER + name.lower()))
+            if remaining is None:
+                continue
+            window = self._window_for(name, limit)
+            if window is None:
+                continue
+            log = self._log[window.name]
+            # Room the service grants vs room our own log grants: any shortfall is requests
+            # someone else sent with the same token. Count them as sent now (they left the
+            # service's window no earlier than ours would).
+            shortfall = (window.limit - len(log)) - remaining
+            if shortfall > 0:
+                self.foreign += shortfall
+                log.extend([now] * shortfall)
+                if remaining == 0:
+                    # Exhausted by someone else: its reset is unknown, but certainly within
+                    # one window length from now.
+                    self._blocked_until[window.name] = now + window.span
+
+    def _window_for(self, name: str, announced: int | None) -> Window | None:
+        window = self.windows.get(name)
+        if window is None:
+            if not (self.learn and announced and name in STANDARD_LENGTHS):
+                return None
+            window = Window(name, announced, STANDARD_LENGTHS[name])
+        elif announced and announced < window.limit:
+            window = Window(name, announced, window.seconds)  # the service knows better
+        else:
+            return window
+        self.windows[name] = window
+        self._log.setdefault(name, deque())
+        return window
+
+    def throttled(self, retry_after: float | None) -> None:
+        self.throttled_responses += 1
+        pause = retry_after if retry_after is not None else 1.0
+        self._paused_until = max(self._paused_until, self._clock() + pause)
+
+    # -- shared state (see connector/client/_shared.py) -----------------------------------
+
+    def history(self) -> list[float]:
+        """Times of the requests still inside the longest window, oldest first."""
+        if not self.windows:
+            return []
+        longest = max(self.windows.values(), key=lambda w: w.span).name
+        return list(self._log[longest])
+
+    def preload(self, sent_at: Iterable[float]) -> None:
+        """Count requests sent before this process started (by earlier runs on the token)."""
+        now = self._clock()
+        times = sorted(t for t in sent_at if t <= now)
+        for name, window in self.windows.items():
+            recent = [t for t in times if t > now - window.span]
+            merged = sorted([*recent, *self._log[name]])
+            self._log[name] = deque(merged)
+
+
+def estimate_seconds(requests: int, windows: Iterable[Window]) -> float | None:
+    """Time to send ``requests`` under the windows, from empty windows; None if unlimited."""
+    windows = list(windows)
+    if not windows:
+        return None
+    if requests <= 0:
+        return 0.0
+    # The binding window sends its limit, then waits a full window length, and so on.
+    return max(math.ceil(requests / w.limit - 1) * w.span for w in windows)
+
+
+def _integer(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(float(value.strip()))
+    except ValueError:
+        return None
+
+
+def limiter_for(rate: float | None, windows: Iterable[Window] = ()) -> RateLimiter:
+    windows = tuple(windows)
+    if rate:
+        return TokenBucket(rate)
+    return WindowLimiter(windows)

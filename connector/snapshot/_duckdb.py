@@ -223,6 +223,19 @@ class DuckDBSnapshot:
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def limiter_history(self, key: str) -> list[float]:
+        rows = self._query(
+            "SELECT sent_at FROM rate_limit_log WHERE limiter_key = ? ORDER BY sent_at", [key]
+        )
+        return [float(t) for t in rows["sent_at"]]
+
+    def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
+        frame = pd.DataFrame({"sent_at": [float(t) for t in sent_at]}, dtype="float64")
+        with self._transaction() as cursor:
+            cursor.execute("DELETE FROM rate_limit_log WHERE limiter_key = ?", [key])
+            cursor.register("sent_frame", frame)
+            cursor.execute("INSERT INTO rate_limit_log SELECT ?, sent_at FROM sent_frame", [key])
+
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         if not refusals:
             return

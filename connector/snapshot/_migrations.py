@@ -110,6 +110,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE acknowledged ADD COLUMN connection VARCHAR",
         ),
     ),
+    Migration(
+        4,
+        "rate-limit windows shared by the runs of one service and token",
+        (
+            """
+            CREATE TABLE rate_limit_log (
+                limiter_key VARCHAR NOT NULL,   -- base URL + '#' + sha256(token)[:16]
+                sent_at     DOUBLE NOT NULL     -- epoch seconds of a request (or a foreign one)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

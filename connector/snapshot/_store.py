@@ -38,6 +38,14 @@ class SnapshotStore(Protocol):
         """
         ...
 
+    def limiter_history(self, key: str) -> list[float]:
+        """Times (epoch seconds) of the recent requests of one service and token."""
+        ...
+
+    def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
+        """Replace the recent requests of one service and token."""
+        ...
+
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         """Commit dead letters in one transaction; a repeated refusal counts one more attempt."""
         ...

@@ -169,7 +169,7 @@ def test_full_resync_resends_every_record_and_only_resends_just_those(
     assert only.to_json_dict()["force"]["only_ids_not_in_export"] == ["TYPO"]
 
 
-def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
+def test_delivery_order_is_units_then_upcoming_then_future_stays_soonest_first_then_past(
     snapshot: SnapshotStore,
 ) -> None:
     data = batches(
@@ -195,7 +195,8 @@ def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
         "PAST_OLD",
     ]
     assert plan.changes["urgency"].tolist()[:3] == ["unit", "unit", "upcoming"]
-    assert plan.to_json_dict()["by_urgency"] == {"unit": 2, "upcoming": 3, "past": 2}
+    assert plan.changes["urgency"].tolist()[3:5] == ["upcoming", "future"]
+    assert plan.to_json_dict()["by_urgency"] == {"unit": 2, "upcoming": 2, "future": 1, "past": 2}
 
 
 def test_plan_prints_as_json_with_counts_per_action_and_as_a_table(
