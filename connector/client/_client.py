@@ -130,11 +130,17 @@ class ServiceClient:
         retry = self.config.retry
         limiter = self.limiter_of(token)
         for attempt in range(1, retry.max_attempts + 1):
-            await limiter.acquire()
+            ticket = await limiter.acquire()
             outcome.attempts = attempt
             retry_after: float | None = None
             try:
-                response = await self.http.post(SYNC_PATHS[entity], content=body, headers=headers)
+                try:
+                    response = await self.http.post(
+                        SYNC_PATHS[entity], content=body, headers=headers
+                    )
+                finally:
+                    # Answered, failed or cancelled: the request is no longer in flight.
+                    limiter.done(ticket)
             except _TRANSIENT_ERRORS as error:
                 outcome.request_ids.append(None)
                 outcome.status = None
@@ -142,7 +148,7 @@ class ServiceClient:
             else:
                 outcome.request_ids.append(response.headers.get(REQUEST_ID_HEADER))
                 outcome.status = response.status_code
-                limiter.observe(response.headers)
+                limiter.observe(response.headers, ticket)
                 if response.is_success:
                     outcome.delivery = Delivery.ACKNOWLEDGED
                     outcome.body = _json_object(response)

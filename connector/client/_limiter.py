@@ -1,9 +1,11 @@
 """Client-side rate limiting, so the service's limits are respected rather than discovered.
 
-:class:`WindowLimiter` keeps, per window (second, minute, hour), the times of the requests
-counted against it in the last window length, and lets a request go only when every window
-has room: at most ``limit`` requests in *any* interval of the window's length, which is never
-more than the service's fixed windows allow. The service's ``X-RateLimit-Remaining-*`` headers
+:class:`WindowLimiter` keeps, per window (second, minute, hour), the requests counted
+against it in the last window length, and lets a request go only when every window has room.
+A request is timed by its *answer* (in flight: counted as now): the service counted it at
+some moment between sending and answer, so two requests the service could count in one
+window are always both in the log when the later one is about to leave. That makes the limit
+exact against the service's fixed windows whatever the network or event-loop delays. The service's ``X-RateLimit-Remaining-*`` headers
 add what another process sharing the token used, so the limiter leaves that room alone; a
 window the service reports exhausted is not sent into until it has certainly reset. A 429 is
 a rare event, counted, and pauses every request for its ``Retry-After``.
@@ -12,12 +14,12 @@ a rare event, counted, and pauses every request for its ``Retry-After``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 LIMIT_HEADER = "x-ratelimit-limit-"
 REMAINING_HEADER = "x-ratelimit-remaining-"
@@ -37,10 +39,8 @@ class Window:
 
     @property
     def span(self) -> float:
-        # Requests travel: one sent just after a window's start may be counted in the
-        # previous fixed window of the service. A small margin (2 % + 20 ms, at most 1 s)
-        # absorbs that jitter at a cost of ≈ 2 % of the throughput.
-        return self.seconds + min(0.02 * self.seconds + 0.02, 1.0)
+        # 10 ms for clock granularity; delays are covered by timing requests by their answer.
+        return self.seconds + 0.01
 
 
 STANDARD_LENGTHS: dict[str, float] = {"Second": 1.0, "Minute": 60.0, "Hour": 3600.0}
@@ -75,10 +75,16 @@ def parse_windows(text: str) -> tuple[Window, ...]:
 class RateLimiter(Protocol):
     """Waits until one more request may be sent, and learns from the answers."""
 
-    async def acquire(self) -> None: ...
+    async def acquire(self) -> Any:
+        """Wait for room; returns a ticket to hand to :meth:`done` once answered."""
+        ...
 
-    def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from a response's headers (X-RateLimit-*); may be a no-op."""
+    def done(self, ticket: Any) -> None:
+        """The request of ``ticket`` was answered (or failed)."""
+        ...
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
+        """Learn from the headers (X-RateLimit-*) of the answer to ``ticket``'s request."""
         ...
 
     def throttled(self, retry_after: float | None) -> None:
@@ -90,7 +96,10 @@ class Unlimited:
     async def acquire(self) -> None:
         return None
 
-    def observe(self, headers: Mapping[str, str]) -> None:
+    def done(self, ticket: Any) -> None:
+        return None
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
         return None
 
     def throttled(self, retry_after: float | None) -> None:
@@ -119,11 +128,27 @@ class TokenBucket:
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
 
-    def observe(self, headers: Mapping[str, str]) -> None:
+    def done(self, ticket: Any) -> None:
+        return None
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
         return None
 
     def throttled(self, retry_after: float | None) -> None:
         return None
+
+
+_IN_FLIGHT = math.inf
+
+
+class _Ticket:
+    """One request in the logs: its answer time (infinity while in flight), its send order."""
+
+    __slots__ = ("at", "seq")
+
+    def __init__(self, seq: int, at: float = _IN_FLIGHT) -> None:
+        self.at = at
+        self.seq = seq
 
 
 class WindowLimiter:
@@ -143,10 +168,12 @@ class WindowLimiter:
         self.windows: dict[str, Window] = {w.name: w for w in windows}
         self.learn = learn  # adopt limits the service announces for windows not configured
         self._clock = clock
-        self._log: dict[str, deque[float]] = {name: deque() for name in self.windows}
+        self._log: dict[str, list[_Ticket]] = {name: [] for name in self.windows}
         self._blocked_until: dict[str, float] = {}
         self._paused_until = 0.0
         self._lock = asyncio.Lock()
+        self._answered = asyncio.Event()
+        self._seq = 0
         self.sent = 0
         self.throttled_responses = 0  # 429s received
         self.waited_s = 0.0  # time spent waiting for a window
@@ -156,34 +183,49 @@ class WindowLimiter:
     def limited(self) -> bool:
         return bool(self.windows)
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> _Ticket:
         # The lock makes waiters queue in order: requests leave in plan (urgency) order.
         async with self._lock:
             while True:
                 now = self._clock()
                 wait = self._wait(now)
                 if wait <= 0:
+                    self._seq += 1
+                    ticket = _Ticket(self._seq)
                     for name in self.windows:
-                        self._log[name].append(now)
+                        self._log[name].append(ticket)
                     self.sent += 1
-                    return
-                self.waited_s += wait
-                await asyncio.sleep(wait)
+                    return ticket
+                started = self._clock()
+                self._answered.clear()
+                # Wake up when the window frees, or earlier when an answer times a request.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._answered.wait(), min(wait, 60.0))
+                self.waited_s += self._clock() - started
+
+    def done(self, ticket: Any) -> None:
+        if isinstance(ticket, _Ticket) and ticket.at == _IN_FLIGHT:
+            ticket.at = self._clock()
+            self._answered.set()
 
     def _wait(self, now: float) -> float:
         wait = self._paused_until - now
         for name, window in self.windows.items():
-            log = self._log[name]
-            while log and log[0] <= now - window.span:
-                log.popleft()
+            log = [t for t in self._log[name] if t.at > now - window.span]
+            self._log[name] = log
             wait = max(wait, self._blocked_until.get(name, 0.0) - now)
             if len(log) >= window.limit:
-                # The oldest request that must leave the window before one more fits.
-                wait = max(wait, log[len(log) - window.limit] + window.span - now)
+                # The request that must leave the window before one more fits (in flight:
+                # wait for its answer, which sets the event acquire waits on).
+                times = sorted(t.at for t in log)
+                wait = max(wait, times[len(times) - window.limit] + window.span - now)
         return wait
 
-    def observe(self, headers: Mapping[str, str]) -> None:
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
         now = self._clock()
+        # The answer tells the room left when *this* request was counted: our requests sent
+        # after it are not in that figure yet.
+        upto = ticket.seq if isinstance(ticket, _Ticket) else self._seq
         lowered = {key.lower(): value for key, value in headers.items()}
         for key, value in lowered.items():
             if not key.startswith(REMAINING_HEADER):
@@ -197,13 +239,13 @@ class WindowLimiter:
             if window is None:
                 continue
             log = self._log[window.name]
+            counted = sum(1 for t in log if t.seq <= upto and t.at > now - window.span)
             # Room the service grants vs room our own log grants: any shortfall is requests
-            # someone else sent with the same token. Count them as sent now (they left the
-            # service's window no earlier than ours would).
-            shortfall = (window.limit - len(log)) - remaining
+            # someone else sent with the same token. Count them as answered now.
+            shortfall = (window.limit - counted) - remaining
             if shortfall > 0:
                 self.foreign += shortfall
-                log.extend([now] * shortfall)
+                log.extend(_Ticket(upto, now) for _ in range(shortfall))
                 if remaining == 0:
                     # Exhausted by someone else: its reset is unknown, but certainly within
                     # one window length from now.
@@ -220,7 +262,7 @@ class WindowLimiter:
         else:
             return window
         self.windows[name] = window
-        self._log.setdefault(name, deque())
+        self._log.setdefault(name, [])
         return window
 
     def throttled(self, retry_after: float | None) -> None:
@@ -231,20 +273,20 @@ class WindowLimiter:
     # -- shared state (see connector/client/_shared.py) -----------------------------------
 
     def history(self) -> list[float]:
-        """Times of the requests still inside the longest window, oldest first."""
+        """Answer times of the requests still inside the longest window, oldest first."""
         if not self.windows:
             return []
-        longest = max(self.windows.values(), key=lambda w: w.span).name
-        return list(self._log[longest])
+        now = self._clock()
+        longest = max(self.windows.values(), key=lambda w: w.span)
+        times = (now if t.at == _IN_FLIGHT else t.at for t in self._log[longest.name])
+        return sorted(t for t in times if t > now - longest.span)
 
     def preload(self, sent_at: Iterable[float]) -> None:
         """Count requests sent before this process started (by earlier runs on the token)."""
         now = self._clock()
         times = sorted(t for t in sent_at if t <= now)
         for name, window in self.windows.items():
-            recent = [t for t in times if t > now - window.span]
-            merged = sorted([*recent, *self._log[name]])
-            self._log[name] = deque(merged)
+            self._log[name].extend(_Ticket(0, t) for t in times if t > now - window.span)
 
 
 def estimate_seconds(requests: int, windows: Iterable[Window]) -> float | None:
