@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from connector.client import ServiceClient
+from connector.budget import BacklogRow, backlog, backlog_json
+from connector.client import ServiceClient, Window, effective_windows
 from connector.contract import Entity
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
@@ -47,6 +48,12 @@ class SyncReport:
     quarantine: dict[str, int] = field(default_factory=dict)  # per entity
     quarantine_sample: list[dict[str, Any]] = field(default_factory=list)  # values masked
     dead_letters: dict[str, int] = field(default_factory=dict)  # held in the snapshot, per status
+    rate_windows: tuple[Window, ...] = ()  # the limits the client enforced: the backlog's pace
+
+    @property
+    def backlog(self) -> list[BacklogRow]:
+        """Changes this run left unsent (budget, pending), per urgency class, with their ETA."""
+        return backlog(self.push.unsent, self.rate_windows)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -119,6 +126,7 @@ class SyncReport:
             "deferred": sum(self.push.deferred.values()),
             "throttled": self.push.throttled,
             "unsent_by_urgency": {u: int(self.push.unsent.get(u, 0)) for u in URGENCY_CLASSES},
+            "backlog": backlog_json(self.backlog),
         }
 
 
@@ -230,6 +238,7 @@ def sync_batches(
             quarantine=_quarantine_counts(batches),
             quarantine_sample=_quarantine_sample(batches),
             dead_letters=_dead_letter_summary(snapshot),
+            rate_windows=effective_windows(settings.client),
         )
         _record_run(snapshot, report)
     return report
