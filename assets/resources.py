@@ -157,6 +157,8 @@ def default_resources() -> dict[str, object]:
             tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
             concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
             rate_limit=float(rate) if rate else None,
+            rate_limits=_env_or("PMS_SYNC_RATE_LIMITS", None),
+            urgent_days=int(os.environ.get("PMS_SYNC_URGENT_DAYS") or DEFAULT_HORIZON_DAYS),
         ),
         "snapshot": SnapshotResource(
             path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")

@@ -226,3 +226,32 @@ def test_duplicate_record_ids_in_one_export_are_refused(snapshot: SnapshotStore)
 
     with pytest.raises(SnapshotError, match="acc-1/U1"):
         plan_of(snapshot, data)
+
+
+def test_arrivals_beyond_the_horizon_wait_behind_upcoming_ones_but_their_cancellations_do_not(
+    snapshot: SnapshotStore,
+) -> None:
+    from connector.urgency import UrgencyPolicy
+
+    data = batches(
+        [],
+        [
+            reservation("FAR", 40),
+            reservation("FAR_CANCELLED", 50, status="CANCELLED"),
+            reservation("WEEK", 7),
+            reservation("PAST", -30),
+        ],
+    )
+
+    default = plan_of(snapshot, data)
+    short = plan_of(snapshot, data, urgency=UrgencyPolicy(horizon_days=3))
+    wide = plan_of(snapshot, data, urgency=UrgencyPolicy(horizon_days=60))
+
+    assert default.changes[["record_id", "urgency"]].values.tolist() == [
+        ["WEEK", "upcoming"],
+        ["FAR_CANCELLED", "upcoming"],
+        ["FAR", "future"],
+        ["PAST", "past"],
+    ]
+    assert short.changes["record_id"].tolist() == ["FAR_CANCELLED", "WEEK", "FAR", "PAST"]
+    assert wide.by_urgency == {"unit": 0, "upcoming": 3, "future": 0, "past": 1}
