@@ -60,33 +60,35 @@ def measure(requests: int = 361, minute_s: float = 12.0, concurrency: int = 16) 
     limits = RateLimit(second=15, minute=120, minute_s=minute_s)
     windows = (Window("Second", 15, 1.0), Window("Minute", 120, minute_s))
     config = SandboxConfig.demo().model_copy(update={"rate_limits": {"*": limits}})
-    with tempfile.TemporaryDirectory(prefix="pms-sync-bench-") as folder:
-        with sandbox_process(Path(folder) / "sandbox", config) as service:
-            base = load_settings(
+    with (
+        tempfile.TemporaryDirectory(prefix="pms-sync-bench-") as folder,
+        sandbox_process(Path(folder) / "sandbox", config) as service,
+    ):
+        base = load_settings(
+            base_url=service.base_url,
+            snapshot=Path(folder) / "snapshot.duckdb",
+            token="demo-token",
+            env={},
+        )
+        settings = replace(
+            base,
+            client=ClientConfig(
                 base_url=service.base_url,
-                snapshot=Path(folder) / "snapshot.duckdb",
-                token="demo-token",
-                env={},
+                concurrency=concurrency,
+                rate_windows=windows,
+                retry=RetryPolicy(max_attempts=8, max_retry_after=5.0),
+            ),
+            push=PushOptions(concurrency=concurrency),
+        )
+        batches = {
+            Entity.ACCOMMODATION: mapped_records_from_resources(
+                Entity.ACCOMMODATION, _units(requests)
             )
-            settings = replace(
-                base,
-                client=ClientConfig(
-                    base_url=service.base_url,
-                    concurrency=concurrency,
-                    rate_windows=windows,
-                    retry=RetryPolicy(max_attempts=8, max_retry_after=5.0),
-                ),
-                push=PushOptions(concurrency=concurrency),
-            )
-            batches = {
-                Entity.ACCOMMODATION: mapped_records_from_resources(
-                    Entity.ACCOMMODATION, _units(requests)
-                )
-            }
-            started = time.perf_counter()
-            report = sync_batches(batches, settings, mapping="bench")
-            elapsed = report.push.duration_s or (time.perf_counter() - started)
-            stats = service.stats()["requests"]
+        }
+        started = time.perf_counter()
+        report = sync_batches(batches, settings, mapping="bench")
+        elapsed = report.push.duration_s or (time.perf_counter() - started)
+        stats = service.stats()["requests"]
     statuses: dict[str, int] = {}
     for endpoint, by_status in stats.items():
         if "/api/v1/hooks/" in endpoint:
