@@ -25,6 +25,7 @@ import pandas as pd
 from connector.client import Delivery, ServiceClient, SyncAttempts
 from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
+from connector.holdback import HeldRecord, UnitTrouble, held_record
 from connector.plan import Plan
 from connector.snapshot import Acknowledgement, RecordStatus, Refusal, SnapshotStore
 
@@ -90,11 +91,14 @@ class PushResult:
     stopped_accounts: dict[str, AuthenticationError] = field(default_factory=dict)
     by_account: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     duration_s: float = 0.0
+    held_back: list[HeldRecord] = field(default_factory=list)  # unit not at the service
 
     @property
     def complete(self) -> bool:
         """Every change of the plan was acknowledged."""
-        return all(self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED)
+        return not self.held_back and all(
+            self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED
+        )
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
         return self.by_account.setdefault((entity, account_id), Counter())
@@ -107,6 +111,7 @@ class PushResult:
             "duration_s": round(self.duration_s, 3),
             "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
             "disagreements": len(self.disagreements),
+            "held_back": len(self.held_back),
         }
 
 
@@ -161,17 +166,52 @@ async def push_plan_async(
     changes = [_Change(*row) for row in plan.changes.loc[:, columns].itertuples(index=False)]
     progress = _Progress(len(changes), on_progress)
     recorder = _Recorder(snapshot, options)
+    trouble = UnitTrouble.from_snapshot(snapshot)
     async with client:
         flusher = asyncio.create_task(recorder.flush_periodically())
         try:
             for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
                 phase = [change for change in changes if change.entity == entity]
+                if entity == Entity.RESERVATION:
+                    phase = _hold_back(phase, trouble, result, progress)
                 await _push_phase(phase, client, recorder, result, progress, options)
+                if entity == Entity.ACCOMMODATION:
+                    _note_unit_answers(phase, result, trouble)
         finally:
             flusher.cancel()
             recorder.flush()
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _note_unit_answers(units: list[_Change], result: PushResult, trouble: UnitTrouble) -> None:
+    failed = {(p.account_id, p.record_id): p for p in result.problems}
+    for change in units:
+        problem = failed.get((change.account_id, change.record_id))
+        if problem is None:
+            trouble.resolve(change.account_id, change.record_id)  # acknowledged just now
+        elif problem.account_id not in result.stopped_accounts:
+            # A stopped account's reservations stay pending (401), they are not held.
+            trouble.add(problem.account_id, problem.record_id, problem.outcome, problem.http_status)
+
+
+def _hold_back(
+    phase: list[_Change], trouble: UnitTrouble, result: PushResult, progress: _Progress
+) -> list[_Change]:
+    """The reservations to send; those whose unit is not at the service are held (docs:
+    connector/holdback.py) and never sent to fail."""
+    send: list[_Change] = []
+    for change in phase:
+        found = trouble.reason_for(change.account_id, change.payload)
+        if found is None:
+            send.append(change)
+            continue
+        result.held_back.append(
+            held_record(change.entity, change.account_id, change.record_id, change.action, found)
+        )
+        result.tally(change.entity, change.account_id)["held"] += 1
+        progress.advance()
+    return send
 
 
 async def _push_phase(
