@@ -91,3 +91,7 @@ class ExportIncompleteError(SourceError):
 
 class MassChangeError(PmsSyncError):
     """A plan deactivates, cancels or loses more records than the safety rails allow."""
+
+
+class PlanFileError(PmsSyncError):
+    """A plan file cannot be applied: stale against the snapshot, edited, or not a plan file."""
