@@ -27,6 +27,7 @@ from assets.resources import (
     SyncChecksResource,
 )
 from assets.safety import anomaly_check_spec, anomaly_result, raise_if_blocked
+from connector.budget import format_duration
 from connector.contract import Entity
 from connector.pipeline import SyncReport, load_batches, sync_batches
 from connector.push import Outcome
@@ -44,6 +45,7 @@ service was down or rate-limited for minutes). A retry re-plans from the snapsho
 was acknowledged before is a skip and is not sent again."""
 
 CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
+CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
 CHECK_ACCOUNTS_AUTHENTICATED = "accounts_authenticated"
 
 
@@ -151,8 +153,8 @@ def _mapped_reservations(
 # -- syncing ------------------------------------------------------------------------------
 
 
-def _sync_check_specs(key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
-    return [
+def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpec]:
+    specs = [
         dg.AssetCheckSpec(
             CHECK_NO_NEW_DEAD_LETTERS,
             asset=key,
@@ -165,6 +167,18 @@ def _sync_check_specs(key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
         ),
         anomaly_check_spec(key),
     ]
+    if entity == Entity.RESERVATION:
+        specs.append(
+            dg.AssetCheckSpec(
+                CHECK_UPCOMING_SENT,
+                asset=key,
+                description=(
+                    "Every change of an upcoming arrival (or a stay in progress) reached the "
+                    "service; those a budget or the rate limits left behind are counted."
+                ),
+            )
+        )
+    return specs
 
 
 def _sync(
@@ -186,10 +200,10 @@ def _sync(
 
 
 def _check_results(
-    key: dg.AssetKey, report: SyncReport, refused: dict[str, str]
+    key: dg.AssetKey, report: SyncReport, refused: dict[str, str], entity: Entity
 ) -> list[dg.AssetCheckResult]:
     dead = report.outcomes[str(Outcome.DEAD_LETTERED)]
-    return [
+    results = [
         dg.AssetCheckResult(
             asset_key=key,
             check_name=CHECK_NO_NEW_DEAD_LETTERS,
@@ -209,6 +223,27 @@ def _check_results(
             },
         ),
     ]
+    if entity == Entity.RESERVATION:
+        results.append(_upcoming_sent_result(key, report))
+    return results
+
+
+def _upcoming_sent_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheckResult:
+    # A warning an operator can alert on: the next run sends them first, but a guest
+    # arriving before that run gets no check-in link.
+    unsent = int(report.push.unsent.get("upcoming", 0))
+    upcoming = next(row for row in report.backlog if row.urgency == "upcoming")
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_UPCOMING_SENT,
+        passed=unsent == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=f"{unsent} upcoming arrivals still unsent" if unsent else None,
+        metadata={
+            "upcoming_unsent": dg.MetadataValue.int(unsent),
+            "eta": dg.MetadataValue.text(format_duration(upcoming.eta_s)),
+        },
+    )
 
 
 def _refused(report: SyncReport) -> dict[str, str]:
@@ -277,7 +312,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
-        check_specs=_sync_check_specs(keys.synced_accommodations),
+        check_specs=_sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
         description=(
             f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
             "service: new units created, changed ones updated, units gone from a full export "
@@ -303,7 +338,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
             ),
             metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
             check_results=[
-                *_check_results(keys.synced_accommodations, report, refused),
+                *_check_results(keys.synced_accommodations, report, refused, Entity.ACCOMMODATION),
                 anomaly_result(
                     keys.synced_accommodations,
                     report,
@@ -339,7 +374,7 @@ def _synced_reservations(
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
-        check_specs=_sync_check_specs(keys.synced_reservations),
+        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
             "acknowledged by the service: created, updated, and (if the mapping says so) future "
@@ -374,7 +409,7 @@ def _synced_reservations(
         yield dg.MaterializeResult(
             metadata=sync_metadata(report, str(Entity.RESERVATION)),
             check_results=[
-                *_check_results(keys.synced_reservations, report, refused),
+                *_check_results(keys.synced_reservations, report, refused, Entity.RESERVATION),
                 anomaly_result(
                     keys.synced_reservations,
                     report,

@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from connector.budget import format_duration
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS
 from connector.plan_diff import render_value
@@ -149,6 +150,9 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
             round(report.requests / push.duration_s, 1) if push.duration_s > 0 else 0.0
         ),
         "accounts_refused": dg.MetadataValue.int(len(push.stopped_accounts)),
+        "deferred": dg.MetadataValue.int(sum(push.deferred.values())),
+        "throttled_429": dg.MetadataValue.int(push.throttled),
+        "unsent_upcoming": dg.MetadataValue.int(int(push.unsent.get("upcoming", 0))),
         "status": dg.MetadataValue.text(report.status),
         "sync_run_id": dg.MetadataValue.text(report.run_id),
     }
@@ -205,6 +209,12 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
             )
         )
         metadata["failed_request_ids"] = dg.MetadataValue.text(", ".join(request_ids[:50]))
+    metadata["backlog"] = dg.MetadataValue.md(
+        markdown_table(
+            ("urgency", "unsent", "cleared after"),
+            ((row.urgency, row.requests, format_duration(row.eta_s)) for row in report.backlog),
+        )
+    )
     if report.plan.window is not None:
         metadata["window"] = dg.MetadataValue.text(
             f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"

@@ -18,12 +18,14 @@ import dagster as dg
 from pydantic import Field
 
 from assets.storage import MappedRecordsIOManager
+from connector.budget import Budget
 from connector.client import DEFAULT_BASE_URL, AccountTokens
 from connector.errors import ConfigError
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file
 from connector.snapshot import Snapshot, SnapshotStore
+from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / ".pms-sync"
@@ -52,6 +54,24 @@ class ServiceResource(dg.ConfigurableResource):
     rate_limit: float | None = Field(
         default=None, description="Requests per second over all accounts; empty: unlimited."
     )
+    rate_limits: str | None = Field(
+        default=None,
+        description=(
+            "Windows per token, e.g. '15/s,120/min,5000/h', or 'off'. Empty: the documented "
+            "limits for a remote service, none for the local sandbox (docs/rate-limits.md)."
+        ),
+    )
+    max_requests: int | None = Field(
+        default=None,
+        description="Budget: changes sent per sync step, most urgent first; the rest wait.",
+    )
+    max_duration_s: float | None = Field(
+        default=None, description="Budget: seconds after which a sync step starts no change."
+    )
+    urgent_days: int = Field(
+        default=DEFAULT_HORIZON_DAYS,
+        description="Arrivals within this many days are sent first (urgency class upcoming).",
+    )
     max_attempts: int = Field(
         default=5, description="Attempts per record for transient faults (first one included)."
     )
@@ -76,15 +96,18 @@ class ServiceResource(dg.ConfigurableResource):
             snapshot=snapshot.path,
             concurrency=self.concurrency,
             rate_limit=self.rate_limit,
+            rate_limits=self.rate_limits,
             max_attempts=self.max_attempts,
             env={},
         )
+        budget = Budget(max_requests=self.max_requests, max_duration_s=self.max_duration_s)
         return replace(
             base,
             client=replace(base.client, read_timeout=self.timeout),
             tokens=self.tokens(),
-            push=PushOptions(concurrency=self.concurrency),
+            push=PushOptions(concurrency=self.concurrency, budget=budget),
             lock_timeout=snapshot.lock_timeout,
+            urgency=UrgencyPolicy(horizon_days=self.urgent_days),
         )
 
 
@@ -168,6 +191,8 @@ def default_resources() -> dict[str, object]:
             tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
             concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
             rate_limit=float(rate) if rate else None,
+            rate_limits=_env_or("PMS_SYNC_RATE_LIMITS", None),
+            urgent_days=int(os.environ.get("PMS_SYNC_URGENT_DAYS") or DEFAULT_HORIZON_DAYS),
         ),
         "snapshot": SnapshotResource(
             path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")

@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from connector.client import ServiceClient
+from connector.budget import BacklogRow, backlog, backlog_json
+from connector.client import ServiceClient, Window, effective_windows
 from connector.contract import Entity
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
@@ -24,6 +25,7 @@ from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate, withhold
 from connector.settings import SyncSettings
 from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore
+from connector.urgency import URGENCY_CLASSES
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
 
@@ -56,6 +58,13 @@ class SyncReport:
     def held(self) -> int:
         """Not sent: refused before with the same content, or its unit is not at the service."""
         return self.plan.held + len(self.push.held_back)
+
+    rate_windows: tuple[Window, ...] = ()  # the limits the client enforced: the backlog's pace
+
+    @property
+    def backlog(self) -> list[BacklogRow]:
+        """Changes this run left unsent (budget, pending), per urgency class, with their ETA."""
+        return backlog(self.push.unsent, self.rate_windows)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -140,6 +149,10 @@ class SyncReport:
             "dead_letters": self.dead_letters,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,
+            "deferred": sum(self.push.deferred.values()),
+            "throttled": self.push.throttled,
+            "unsent_by_urgency": {u: int(self.push.unsent.get(u, 0)) for u in URGENCY_CLASSES},
+            "backlog": backlog_json(self.backlog),
         }
 
 
@@ -171,7 +184,15 @@ def plan_sync(
     """Map and diff without sending anything."""
     batches, policy = load_batches(mapping_path, entities=entities, window=window)
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        return build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        return build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
 
 
 def run_sync(
@@ -232,7 +253,15 @@ def sync_batches(
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        plan = build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        plan = build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         diff_sample = field_changes(plan.changes, snapshot, limit=_SAMPLE)
         client = ServiceClient(settings.client, settings.tokens)
@@ -244,6 +273,8 @@ def sync_batches(
             options=settings.push,
             on_progress=on_progress,
         )
+        if not dry_run:
+            _adopt_exported(snapshot, batches, plan.connection)
         report = SyncReport(
             run_id=run_id,
             mapping=mapping,
@@ -257,9 +288,19 @@ def sync_batches(
             dead_letters=_dead_letter_summary(snapshot),
             guard=verdict,
             diff_sample=diff_sample,
+            rate_windows=effective_windows(settings.client),
         )
         _record_run(snapshot, report)
     return report
+
+
+def _adopt_exported(
+    snapshot: SnapshotStore, batches: Mapping[Entity, MappedRecords], connection: str | None
+) -> None:
+    # A record this connection exports is this connection's, changed or not: a unit that
+    # moved from one mapping to another is then reconciled by the one that has it now.
+    for entity, batch in batches.items():
+        snapshot.adopt(entity, batch.records, connection)
 
 
 def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:

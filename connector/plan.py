@@ -21,6 +21,7 @@ from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.records import DateWindow, MappedRecords
 from connector.snapshot import DiffRequest, OnMissing, RecordStatus, SnapshotStore
+from connector.urgency import URGENCY_CLASSES, UrgencyPolicy
 
 
 class Action(StrEnum):
@@ -49,8 +50,6 @@ _STATUS_AFTER_ACTION: dict[str, RecordStatus] = {
     Action.DEACTIVATE: RecordStatus.DEACTIVATED,
     Action.CANCEL: RecordStatus.CANCELLED,
 }
-URGENCY_CLASSES: tuple[str, ...] = ("unit", "upcoming", "past")
-"""Delivery classes in the order they are sent (see :func:`delivery_order`)."""
 _ENTITY_ORDER: tuple[Entity, ...] = (Entity.ACCOMMODATION, Entity.RESERVATION)
 
 CHANGE_COLUMNS: tuple[str, ...] = (
@@ -65,7 +64,7 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "status_after",  # RecordStatus recorded once acknowledged
     "checkin",
     "checkout",
-    "urgency",  # unit | upcoming | past: the delivery class
+    "urgency",  # unit | upcoming | future | past: the delivery class (connector.urgency)
 )
 
 
@@ -85,6 +84,10 @@ class ReconcilePolicy:
     # Accounts whose missing records may be reconciled. None: the accounts present in this
     # run's export, so an account absent from the export is never wiped out by accident.
     accounts: frozenset[str] | None = None
+    # The connection (mapping name) being synced. Several mappings may write to one account;
+    # each reconciles only the records it owns (last acknowledged or exported), so one
+    # mapping's full export never deactivates another's units.
+    connection: str | None = None
 
     def missing_rule(self, entity: Entity) -> OnMissing:
         if not self.full_export.get(entity, True):
@@ -99,7 +102,12 @@ class ReconcilePolicy:
         for entity, spec in mapping.entities.items():
             on_missing[Entity(entity)] = OnMissing(str(getattr(spec, "on_missing", "ignore")))
             full_export[Entity(entity)] = bool(getattr(spec, "full_export", True))
-        return cls(on_missing=on_missing, full_export=full_export)
+        name = getattr(mapping, "name", None)
+        return cls(
+            on_missing=on_missing,
+            full_export=full_export,
+            connection=str(name) if name is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,7 @@ class Plan:
     window: DateWindow | None = None
     force: Force = field(default_factory=Force)
     only_ids_not_in_export: list[str] = field(default_factory=list)  # --only ids nobody exported
+    connection: str | None = None  # recorded as the owner of what the push acknowledges
 
     @property
     def counts(self) -> dict[str, int]:
@@ -148,7 +157,7 @@ class Plan:
 
     @property
     def by_urgency(self) -> dict[str, int]:
-        """Requests to send per delivery class (``unit``, ``upcoming``, ``past``)."""
+        """Requests to send per delivery class (``connector.urgency.URGENCY_CLASSES``)."""
         found = self.changes["urgency"].value_counts() if len(self.changes) else {}
         return {urgency: int(found.get(urgency, 0)) for urgency in URGENCY_CLASSES}
 
@@ -181,6 +190,7 @@ class Plan:
             "by_entity": per_entity,
             "by_urgency": self.by_urgency,
             "accounts": self.accounts,
+            "connection": self.connection,
             "window": (
                 {"start": self.window.start.isoformat(), "end": self.window.end.isoformat()}
                 if self.window
@@ -236,6 +246,7 @@ def build_plan(
     window: DateWindow | None = None,
     force: Force | None = None,
     today: date | None = None,
+    urgency: UrgencyPolicy | None = None,
 ) -> Plan:
     """Decide create / update / skip / deactivate / cancel for every record of the batches."""
     policy = policy or ReconcilePolicy()
@@ -266,6 +277,7 @@ def build_plan(
                 today=today,
                 full_resync=force.full_resync,
                 only_ids=force.only_ids,
+                connection=policy.connection,
             )
         )
         changes.append(_as_changes(entity, result.changes))
@@ -279,7 +291,7 @@ def build_plan(
         else _empty(("entity", "account_id", "action", "reason", "n"))
     )
     return Plan(
-        changes=delivery_order(change_frame, today),
+        changes=delivery_order(change_frame, today, urgency),
         tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]],
         extracted=(
             pd.concat(extracted, ignore_index=True)
@@ -289,29 +301,41 @@ def build_plan(
         window=window,
         force=force,
         only_ids_not_in_export=sorted((force.only_ids or frozenset()) - present_ids),
+        connection=policy.connection,
     )
 
 
-def delivery_order(changes: pd.DataFrame, today: date) -> pd.DataFrame:
-    """The order of sending: units first, then stays by urgency.
+def delivery_order(
+    changes: pd.DataFrame, today: date, policy: UrgencyPolicy | None = None
+) -> pd.DataFrame:
+    """The order of sending: the single place that decides it (classes: connector.urgency).
 
-    Accommodations come before the reservations that reference them. Reservations: upcoming
-    and in-progress stays (check-out today or later) by check-in, soonest first; then past
-    stays, most recent first. The ``urgency`` column names the class. Issue 8 refines this.
+    Accommodations come before the reservations that reference them. Reservations: stays in
+    progress and arrivals within the policy's horizon (and cancellations of stays not yet
+    ended) by check-in, soonest first; then other future stays, soonest first; then past
+    stays, most recent first. The ``urgency`` column names the class.
     """
+    policy = policy or UrgencyPolicy()
     if not len(changes):
         return changes.assign(urgency=pd.Series(dtype="object"))
     frame = changes.copy()
     is_unit = frame["entity"] == str(Entity.ACCOMMODATION)
     checkout = pd.to_datetime(frame["checkout"])
     checkin = pd.to_datetime(frame["checkin"])
-    upcoming = (~is_unit) & (checkout >= pd.Timestamp(today))
+    start = pd.Timestamp(today)
+    not_ended = (~is_unit) & (checkout >= start)
+    soon = checkin < start + pd.Timedelta(days=policy.horizon_days + 1)
+    cancelling = frame["action"] == Action.CANCEL
+    if "payload" in frame:
+        cancelling |= frame["payload"].astype(str).str.contains(f'"status":"{CANCELLED}"')
+    urgent = not_ended & (soon | (cancelling & policy.cancellations_urgent))
     frame["urgency"] = "past"
-    frame.loc[upcoming, "urgency"] = "upcoming"
+    frame.loc[not_ended, "urgency"] = "future"
+    frame.loc[urgent, "urgency"] = "upcoming"
     frame.loc[is_unit, "urgency"] = "unit"
     rank = frame["urgency"].map({name: i for i, name in enumerate(URGENCY_CLASSES)})
     # Past stays most recent first: sort on the negated check-in (NaT last).
-    day = (checkin - pd.Timestamp(today)).dt.days.astype("float")
+    day = (checkin - start).dt.days.astype("float")
     key = day.where(frame["urgency"] != "past", -day).fillna(float("inf"))
     frame = frame.assign(_rank=rank, _key=key)
     frame = frame.sort_values(["_rank", "_key", "account_id", "record_id"], kind="stable")

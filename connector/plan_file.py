@@ -119,7 +119,15 @@ def plan_to_file(
     batches, policy = load_batches(mapping_path, entities=entities, window=window)
     rules = GuardRules.from_mapping(load_mapping(mapping_path))
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        plan = build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
+        plan = build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
         verdict = evaluate(plan, snapshot, rules)
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
     write_plan_file(out, document)
@@ -154,6 +162,8 @@ def read_plan_file(path: Path) -> PlanFile:
             full_resync=bool(force.get("full_resync")),
             only_ids=frozenset(force["only_ids"]) if force.get("only_ids") else None,
         ),
+        # The owner recorded for what apply acknowledges, as a sync of the mapping would.
+        connection=document["summary"].get("connection"),
     )
     return PlanFile(
         plan=plan,

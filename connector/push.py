@@ -22,7 +22,14 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from connector.client import Delivery, ServiceClient, SyncAttempts
+from connector.budget import Budget, BudgetGate
+from connector.client import (
+    Delivery,
+    ServiceClient,
+    SyncAttempts,
+    load_shared_state,
+    save_shared_state,
+)
 from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
 from connector.holdback import HeldRecord, UnitTrouble, held_record
@@ -48,6 +55,7 @@ class PushOptions:
     concurrency: int = 16
     commit_every: int = 200
     commit_interval: float = 0.25  # seconds
+    budget: Budget = field(default_factory=Budget)  # what is not sent stays for the next run
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.commit_every < 1 or self.commit_interval <= 0:
@@ -92,13 +100,25 @@ class PushResult:
     by_account: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     duration_s: float = 0.0
     held_back: list[HeldRecord] = field(default_factory=list)  # unit not at the service
+    # Changes the budget left for the next run (not sent, so still planned), per urgency class.
+    deferred: Counter[str] = field(default_factory=Counter)
+    throttled: int = 0  # 429 answers: rare under the client's limiter, each one counted
+    foreign_requests: int = 0  # requests another user of the token made, seen in the headers
+    waited_s: float = 0.0  # time spent waiting for rate-limit windows
 
     @property
     def complete(self) -> bool:
         """Every change of the plan was acknowledged."""
-        return not self.held_back and all(
-            self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED
-        )
+        if self.held_back or sum(self.deferred.values()):
+            return False
+        return all(self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED)
+
+    @property
+    def unsent(self) -> Counter[str]:
+        """Per urgency class: changes not acknowledged by this run (deferred or pending)."""
+        return self.deferred + self._pending_by_urgency
+
+    _pending_by_urgency: Counter[str] = field(default_factory=Counter)
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
         return self.by_account.setdefault((entity, account_id), Counter())
@@ -112,6 +132,11 @@ class PushResult:
             "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
             "disagreements": len(self.disagreements),
             "held_back": len(self.held_back),
+            "deferred": sum(self.deferred.values()),
+            "deferred_by_urgency": dict(self.deferred),
+            "throttled": self.throttled,
+            "foreign_requests": self.foreign_requests,
+            "waited_s": round(self.waited_s, 3),
         }
 
 
@@ -165,21 +190,25 @@ async def push_plan_async(
     columns = list(_Change._fields)
     changes = [_Change(*row) for row in plan.changes.loc[:, columns].itertuples(index=False)]
     progress = _Progress(len(changes), on_progress)
-    recorder = _Recorder(snapshot, options)
+    recorder = _Recorder(snapshot, options, plan.connection)
+    gate = BudgetGate(options.budget)
     trouble = UnitTrouble.from_snapshot(snapshot)
     async with client:
+        shared = load_shared_state(snapshot, client)
         flusher = asyncio.create_task(recorder.flush_periodically())
         try:
             for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
                 phase = [change for change in changes if change.entity == entity]
                 if entity == Entity.RESERVATION:
                     phase = _hold_back(phase, trouble, result, progress)
-                await _push_phase(phase, client, recorder, result, progress, options)
+                await _push_phase(phase, client, recorder, result, progress, options, gate)
                 if entity == Entity.ACCOMMODATION:
                     _note_unit_answers(phase, result, trouble)
         finally:
             flusher.cancel()
             recorder.flush()
+            save_shared_state(snapshot, client, shared)
+    _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
 
@@ -214,6 +243,13 @@ def _hold_back(
     return send
 
 
+def _limiter_report(client: ServiceClient, result: PushResult) -> None:
+    result.throttled = client.throttled
+    for limiter in client.window_limiters().values():
+        result.foreign_requests += limiter.foreign
+        result.waited_s += limiter.waited_s
+
+
 async def _push_phase(
     phase: list[_Change],
     client: ServiceClient,
@@ -221,6 +257,7 @@ async def _push_phase(
     result: PushResult,
     progress: _Progress,
     options: PushOptions,
+    gate: BudgetGate,
 ) -> None:
     queue: asyncio.Queue[_Change] = asyncio.Queue()
     for change in phase:
@@ -235,6 +272,11 @@ async def _push_phase(
                 change = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            if not gate.take():
+                # Out of budget: left unsent, so the next run plans it again (urgency order).
+                result.deferred[change.urgency] += 1
+                progress.advance()
+                continue
             answered = first_answer.get(change.account_id)
             if answered is None:
                 answered = first_answer[change.account_id] = asyncio.Event()
@@ -282,6 +324,7 @@ def _record(
                 status=RecordStatus(change.status_after),
                 acknowledged_at=now,
                 request_id=attempts.request_id,
+                connection=recorder.connection,
             )
         )
         detail = response_disagreement(change.entity, change.action, change.payload, attempts.body)
@@ -348,6 +391,8 @@ def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -
 
 def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
     result.outcomes[str(outcome)] += 1
+    if outcome == Outcome.PENDING:
+        result._pending_by_urgency[change.urgency] += 1
     result.tally(change.entity, change.account_id)[str(outcome)] += 1
 
 
@@ -411,9 +456,12 @@ class _Progress:
 class _Recorder:
     """Buffers answers and commits them to the snapshot in small batches."""
 
-    def __init__(self, snapshot: SnapshotStore, options: PushOptions) -> None:
+    def __init__(
+        self, snapshot: SnapshotStore, options: PushOptions, connection: str | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.options = options
+        self.connection = connection  # the owner recorded with every acknowledgement
         self._acks: list[Acknowledgement] = []
         self._refusals: list[Refusal] = []
 

@@ -10,7 +10,9 @@ environment variable, else from the default:
 | per-account tokens file (YAML/JSON ``{accountId: token}``) | PMS_SYNC_TOKENS_FILE | none |
 | snapshot file | PMS_SYNC_SNAPSHOT | .pms-sync/snapshot.duckdb |
 | requests in flight | PMS_SYNC_CONCURRENCY | 16 |
-| requests per second | PMS_SYNC_RATE_LIMIT | unlimited |
+| requests per second (a plain bucket instead of windows) | PMS_SYNC_RATE_LIMIT | unset |
+| rate-limit windows per token (``15/s,120/min,5000/h``; ``off``) | PMS_SYNC_RATE_LIMITS | the documented 15/s,120/min,5000/h for a remote service, off for a loopback one |
+| days ahead an arrival is urgent | PMS_SYNC_URGENT_DAYS | 14 |
 | attempts per record (retries + 1) | PMS_SYNC_MAX_ATTEMPTS | 5 |
 | read timeout, seconds | PMS_SYNC_TIMEOUT | 30 |
 | token placement (comma list of x-wishbox-auth-token, bearer, apiToken) | PMS_SYNC_TOKEN_PLACEMENT | x-wishbox-auth-token,bearer |
@@ -35,9 +37,12 @@ from connector.client import (
     RetryPolicy,
     TokenPlacement,
     Transport,
+    Window,
+    parse_windows,
 )
 from connector.errors import ConfigError
 from connector.push import PushOptions
+from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
 
@@ -49,6 +54,7 @@ class SyncSettings:
     snapshot_path: Path = DEFAULT_SNAPSHOT
     push: PushOptions = field(default_factory=PushOptions)
     lock_timeout: float = 0.0  # seconds to wait for another process's snapshot lock
+    urgency: UrgencyPolicy = field(default_factory=UrgencyPolicy)
 
 
 def load_settings(
@@ -61,6 +67,7 @@ def load_settings(
     rate_limit: float | None = None,
     max_attempts: int | None = None,
     transport: str | None = None,
+    rate_limits: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables, then defaults."""
@@ -76,6 +83,7 @@ def load_settings(
             transport=Transport(transport or env.get("PMS_SYNC_TRANSPORT") or Transport.AIOHTTP),
             concurrency=concurrency,
             rate_limit=rate_limit or _float(env, "PMS_SYNC_RATE_LIMIT", None),
+            rate_windows=_windows(rate_limits or env.get("PMS_SYNC_RATE_LIMITS")),
             read_timeout=_float(env, "PMS_SYNC_TIMEOUT", 30.0) or 30.0,
             retry=retry,
             verify_tls=env.get("PMS_SYNC_VERIFY_TLS", "1").strip().lower()
@@ -88,12 +96,22 @@ def load_settings(
         per_account=load_tokens_file(Path(tokens_path)) if tokens_path else {},
         default=token or env.get("PMS_SYNC_TOKEN") or None,
     )
+    try:
+        urgency = UrgencyPolicy.from_env(env)
+    except ValueError as error:
+        raise ConfigError(f"PMS_SYNC_URGENT_DAYS: {error}") from error
     return SyncSettings(
         client=client,
         tokens=tokens,
         snapshot_path=Path(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT),
         push=PushOptions(concurrency=concurrency),
+        urgency=urgency,
     )
+
+
+def _windows(value: str | None) -> tuple[Window, ...] | None:
+    # None keeps the default (documented limits for a remote service, none on loopback).
+    return None if value is None else parse_windows(value)
 
 
 def load_tokens_file(path: Path) -> dict[str, str]:

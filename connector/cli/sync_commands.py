@@ -20,11 +20,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from connector.budget import Budget, backlog, backlog_json, backlog_table
+from connector.client import effective_windows
 from connector.errors import PmsSyncError
 from connector.plan import Force, Plan
 from connector.push import OUTCOMES
@@ -104,17 +107,20 @@ def plan_command(
         if out is None:
             plan = plan_sync(mapping, settings, force=_force(full_resync, only))
         else:
-            plan, verdict, document = plan_to_file(
+            plan, verdict, plan_document = plan_to_file(
                 mapping, settings, out, force=_force(full_resync, only)
             )
-            _print_plan_file(out, verdict, document, as_json)
+            _print_plan_file(out, verdict, plan_document, as_json)
+    rows = backlog(plan.by_urgency, effective_windows(settings.client))
     if as_json:
         if out is not None:
             return
-        click.echo(json.dumps(plan.to_json_dict(), sort_keys=True))
+        document = plan.to_json_dict() | {"backlog": backlog_json(rows)}
+        click.echo(json.dumps(document, sort_keys=True))
         return
     click.echo(plan.summary_table())
     click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+    click.echo("\n" + backlog_table(rows))
     _warn_unknown_ids(plan)
 
 
@@ -135,6 +141,23 @@ def plan_command(
 @click.option(
     "--rate-limit", type=click.FloatRange(min=0, min_open=True), help="Requests per second."
 )
+@click.option(
+    "--rate-limits",
+    metavar="LIMITS",
+    help="Windows per token, e.g. 15/s,120/min,5000/h, or off [env PMS_SYNC_RATE_LIMITS; "
+    "default: those for a remote service, off for the local sandbox].",
+)
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=0),
+    help="Send at most N changes, most urgent first; the rest stay planned for the next run.",
+)
+@click.option(
+    "--max-duration",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Start no change after this many seconds; the rest stay planned for the next run.",
+)
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -146,14 +169,23 @@ def sync_command(
     allow_mass_change: bool,
     concurrency: int | None,
     rate_limit: float | None,
+    rate_limits: str | None,
+    max_requests: int | None,
+    max_duration: float | None,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
 
     with _errors_to_exit():
         settings = load_settings(
-            base_url=base_url, snapshot=snapshot, concurrency=concurrency, rate_limit=rate_limit
+            base_url=base_url,
+            snapshot=snapshot,
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            rate_limits=rate_limits,
         )
+        budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
+        settings = replace(settings, push=replace(settings.push, budget=budget))
         with _progress(enabled=not as_json and sys.stdout.isatty()) as on_progress:
             report = run_sync(
                 mapping,
@@ -264,6 +296,14 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
         f"service {settings.client.base_url}  snapshot {document['snapshot']}"
         + ("  (dry run: nothing sent)" if document["dry_run"] else "")
     )
+    if document["deferred"]:
+        unsent = ", ".join(f"{k} {v}" for k, v in document["unsent_by_urgency"].items() if v)
+        click.secho(
+            f"budget reached: {document['deferred']} change(s) left for the next run ({unsent})",
+            fg="yellow",
+        )
+    if document["throttled"]:
+        click.echo(f"{document['throttled']} request(s) answered 429 (rate limited) and retried")
     for account, message in document["stopped_accounts"].items():
         click.secho(f"account {account} stopped: {message}", fg="red", err=True)
     for problem in document["problems"]:

@@ -8,20 +8,33 @@ from connector.client._config import (
     RetryPolicy,
     TokenPlacement,
     Transport,
+    effective_windows,
     parse_retry_after,
 )
-from connector.client._limiter import RateLimiter, TokenBucket, Unlimited, limiter_for
+from connector.client._limiter import (
+    DOCUMENTED_WINDOWS,
+    RateLimiter,
+    TokenBucket,
+    Unlimited,
+    Window,
+    WindowLimiter,
+    estimate_seconds,
+    limiter_for,
+    parse_windows,
+)
 from connector.client._openapi import (
     CachedToken,
     ClientCredentials,
     OpenApiClient,
     TokenCache,
 )
+from connector.client._shared import limiter_key, load_shared_state, save_shared_state
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DOCUMENTED_WINDOWS",
     "REQUEST_ID_HEADER",
     "AccountTokens",
     "CachedToken",
@@ -38,7 +51,15 @@ __all__ = [
     "TokenPlacement",
     "Transport",
     "Unlimited",
+    "Window",
+    "WindowLimiter",
+    "effective_windows",
+    "estimate_seconds",
     "limiter_for",
+    "limiter_key",
+    "load_shared_state",
     "mask_message",
     "parse_retry_after",
+    "parse_windows",
+    "save_shared_state",
 ]

@@ -21,8 +21,14 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
-from connector.client._config import ClientConfig, TokenPlacement, Transport, parse_retry_after
-from connector.client._limiter import RateLimiter, limiter_for
+from connector.client._config import (
+    ClientConfig,
+    TokenPlacement,
+    Transport,
+    effective_windows,
+    parse_retry_after,
+)
+from connector.client._limiter import RateLimiter, WindowLimiter, limiter_for
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
 from connector.contract import SYNC_PATHS, Entity, SyncEvent
@@ -51,8 +57,33 @@ class ServiceClient:
     ) -> None:
         self.config = config
         self.tokens = tokens
-        self.limiter = limiter or limiter_for(config.rate_limit)
+        # The service limits each token: one limiter per token, unless one is imposed.
+        self._shared_limiter = limiter
+        self.limiters: dict[str, RateLimiter] = {}
+        self.throttled = 0  # 429 answers received
         self._http: httpx.AsyncClient | None = None
+
+    def limiter_of(self, token: str) -> RateLimiter:
+        if self._shared_limiter is not None:
+            return self._shared_limiter
+        limiter = self.limiters.get(token)
+        if limiter is None:
+            limiter = self.limiters[token] = limiter_for(
+                self.config.rate_limit, effective_windows(self.config)
+            )
+        return limiter
+
+    @property
+    def limiter(self) -> RateLimiter:
+        """The limiter of the default token (or the imposed one)."""
+        return self.limiter_of(self.tokens.default or "")
+
+    def window_limiters(self) -> dict[str, WindowLimiter]:
+        """Per-token window limiters in use (their state is shared through the snapshot)."""
+        found = {t: lim for t, lim in self.limiters.items() if isinstance(lim, WindowLimiter)}
+        if isinstance(self._shared_limiter, WindowLimiter):
+            found[self.tokens.default or ""] = self._shared_limiter
+        return found
 
     async def __aenter__(self) -> ServiceClient:
         self._http = httpx.AsyncClient(
@@ -97,12 +128,19 @@ class ServiceClient:
         headers = _auth_headers(token, self.config.token_placement)
         outcome = SyncAttempts(Delivery.UNDELIVERED, None, "")
         retry = self.config.retry
+        limiter = self.limiter_of(token)
         for attempt in range(1, retry.max_attempts + 1):
-            await self.limiter.acquire()
+            ticket = await limiter.acquire()
             outcome.attempts = attempt
             retry_after: float | None = None
             try:
-                response = await self.http.post(SYNC_PATHS[entity], content=body, headers=headers)
+                try:
+                    response = await self.http.post(
+                        SYNC_PATHS[entity], content=body, headers=headers
+                    )
+                finally:
+                    # Answered, failed or cancelled: the request is no longer in flight.
+                    limiter.done(ticket)
             except _TRANSIENT_ERRORS as error:
                 outcome.request_ids.append(None)
                 outcome.status = None
@@ -110,7 +148,7 @@ class ServiceClient:
             else:
                 outcome.request_ids.append(response.headers.get(REQUEST_ID_HEADER))
                 outcome.status = response.status_code
-                self.limiter.observe(response.headers)
+                limiter.observe(response.headers, ticket)
                 if response.is_success:
                     outcome.delivery = Delivery.ACKNOWLEDGED
                     outcome.body = _json_object(response)
@@ -127,6 +165,9 @@ class ServiceClient:
                     outcome.delivery = Delivery.UNEXPECTED
                     return outcome
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
+                if response.status_code == 429:
+                    self.throttled += 1
+                    limiter.throttled(retry_after)
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         outcome.delivery = Delivery.UNDELIVERED

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
+from urllib.parse import urlsplit
+
+from connector.client._limiter import DOCUMENTED_WINDOWS, Window
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 
@@ -56,7 +59,12 @@ class ClientConfig:
     )
     transport: Transport = Transport.AIOHTTP
     concurrency: int = 16  # requests in flight at once (and pooled connections)
-    rate_limit: float | None = None  # requests per second over all accounts; None: unlimited
+    rate_limit: float | None = None  # a plain requests-per-second bucket instead of windows
+    # Per-token windows (second, minute, hour). None: the documented limits of the real
+    # service (15/s, 120/min, 5,000/h) for a remote base URL, none for a loopback one (the
+    # local sandbox, unlimited unless configured); () turns client-side windows off. Limits
+    # the service announces in X-RateLimit-* headers are adopted either way.
+    rate_windows: tuple[Window, ...] | None = None
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -68,6 +76,17 @@ class ClientConfig:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.rate_limit is not None and self.rate_limit <= 0:
             raise ValueError(f"rate limit must be positive, got {self.rate_limit}")
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def effective_windows(config: ClientConfig) -> tuple[Window, ...]:
+    """The windows the client enforces for ``config`` (see ``ClientConfig.rate_windows``)."""
+    if config.rate_windows is not None:
+        return config.rate_windows
+    host = urlsplit(config.base_url).hostname or ""
+    return () if host in _LOOPBACK else DOCUMENTED_WINDOWS
 
 
 def parse_retry_after(value: str | None) -> float | None:

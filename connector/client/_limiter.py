@@ -1,20 +1,94 @@
-"""Client-side rate limiting, so the service's limits are respected rather than discovered."""
+"""Client-side rate limiting, so the service's limits are respected rather than discovered.
+
+:class:`WindowLimiter` keeps, per window (second, minute, hour), the requests counted
+against it in the last window length, and lets a request go only when every window has room.
+A request is timed by its *answer* (in flight: counted as now): the service counted it at
+some moment between sending and answer, so two requests the service could count in one
+window are always both in the log when the later one is about to leave. That makes the limit
+exact against the service's fixed windows whatever the network or event-loop delays. The service's ``X-RateLimit-Remaining-*`` headers
+add what another process sharing the token used, so the limiter leaves that room alone; a
+window the service reports exhausted is not sent into until it has certainly reset. A 429 is
+a rare event, counted, and pauses every request for its ``Retry-After``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import time
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+LIMIT_HEADER = "x-ratelimit-limit-"
+REMAINING_HEADER = "x-ratelimit-remaining-"
+
+
+@dataclass(frozen=True)
+class Window:
+    """``limit`` requests per ``seconds``; ``name`` is the header suffix (Second, Minute, Hour)."""
+
+    name: str
+    limit: int
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if self.limit < 1 or self.seconds <= 0:
+            raise ValueError(f"a rate window needs a positive limit and length, got {self}")
+
+    @property
+    def span(self) -> float:
+        # 10 ms for clock granularity; delays are covered by timing requests by their answer.
+        return self.seconds + 0.01
+
+
+STANDARD_LENGTHS: dict[str, float] = {"Second": 1.0, "Minute": 60.0, "Hour": 3600.0}
+DOCUMENTED_WINDOWS: tuple[Window, ...] = (
+    Window("Second", 15, 1.0),
+    Window("Minute", 120, 60.0),
+    Window("Hour", 5000, 3600.0),
+)
+"""The public documentation's limits of a real service (see docs/rate-limits.md)."""
+
+_UNITS = {"s": "Second", "sec": "Second", "second": "Second", "m": "Minute", "min": "Minute"}
+_UNITS |= {"minute": "Minute", "h": "Hour", "hour": "Hour"}
+
+
+def parse_windows(text: str) -> tuple[Window, ...]:
+    """``"15/s,120/min,5000/h"`` → windows; ``"off"`` or ``""`` → none."""
+    text = text.strip().lower()
+    if text in ("", "off", "none", "0"):
+        return ()
+    windows: list[Window] = []
+    for part in text.split(","):
+        count, _, unit = part.strip().partition("/")
+        name = _UNITS.get(unit.strip())
+        if name is None or not count.strip().isdigit():
+            raise ValueError(
+                f"rate limit {part.strip()!r}: expected <requests>/<s|min|h>, e.g. 120/min"
+            )
+        windows.append(Window(name, int(count), STANDARD_LENGTHS[name]))
+    return tuple(windows)
 
 
 class RateLimiter(Protocol):
-    """Waits until one more request may be sent. Issue 8 adds multi-window limiters."""
+    """Waits until one more request may be sent, and learns from the answers."""
 
-    async def acquire(self) -> None: ...
+    async def acquire(self) -> Any:
+        """Wait for room; returns a ticket to hand to :meth:`done` once answered."""
+        ...
 
-    def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from a response's headers (X-RateLimit-Remaining-*); may be a no-op."""
+    def done(self, ticket: Any) -> None:
+        """The request of ``ticket`` was answered (or failed)."""
+        ...
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
+        """Learn from the headers (X-RateLimit-*) of the answer to ``ticket``'s request."""
+        ...
+
+    def throttled(self, retry_after: float | None) -> None:
+        """The service answered 429: pause for its Retry-After."""
         ...
 
 
@@ -22,7 +96,13 @@ class Unlimited:
     async def acquire(self) -> None:
         return None
 
-    def observe(self, headers: Mapping[str, str]) -> None:
+    def done(self, ticket: Any) -> None:
+        return None
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
+        return None
+
+    def throttled(self, retry_after: float | None) -> None:
         return None
 
 
@@ -48,9 +128,189 @@ class TokenBucket:
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
 
-    def observe(self, headers: Mapping[str, str]) -> None:
+    def done(self, ticket: Any) -> None:
+        return None
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
+        return None
+
+    def throttled(self, retry_after: float | None) -> None:
         return None
 
 
-def limiter_for(rate: float | None) -> RateLimiter:
-    return TokenBucket(rate) if rate else Unlimited()
+_IN_FLIGHT = math.inf
+
+
+class _Ticket:
+    """One request in the logs: its answer time (infinity while in flight), its send order."""
+
+    __slots__ = ("at", "seq")
+
+    def __init__(self, seq: int, at: float = _IN_FLIGHT) -> None:
+        self.at = at
+        self.seq = seq
+
+
+class WindowLimiter:
+    """Every window at once; adapts to what the service reports; state can be saved and loaded.
+
+    Times are wall-clock seconds (``time.time``) so that a saved state means the same in the
+    next process (see :meth:`history` and :meth:`preload`).
+    """
+
+    def __init__(
+        self,
+        windows: Iterable[Window],
+        *,
+        learn: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.windows: dict[str, Window] = {w.name: w for w in windows}
+        self.learn = learn  # adopt limits the service announces for windows not configured
+        self._clock = clock
+        self._log: dict[str, list[_Ticket]] = {name: [] for name in self.windows}
+        self._blocked_until: dict[str, float] = {}
+        self._paused_until = 0.0
+        self._lock = asyncio.Lock()
+        self._answered = asyncio.Event()
+        self._seq = 0
+        self.sent = 0
+        self.throttled_responses = 0  # 429s received
+        self.waited_s = 0.0  # time spent waiting for a window
+        self.foreign = 0  # requests another user of the token made, as the headers revealed
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.windows)
+
+    async def acquire(self) -> _Ticket:
+        # The lock makes waiters queue in order: requests leave in plan (urgency) order.
+        async with self._lock:
+            while True:
+                now = self._clock()
+                wait = self._wait(now)
+                if wait <= 0:
+                    self._seq += 1
+                    ticket = _Ticket(self._seq)
+                    for name in self.windows:
+                        self._log[name].append(ticket)
+                    self.sent += 1
+                    return ticket
+                started = self._clock()
+                self._answered.clear()
+                # Wake up when the window frees, or earlier when an answer times a request.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._answered.wait(), min(wait, 60.0))
+                self.waited_s += self._clock() - started
+
+    def done(self, ticket: Any) -> None:
+        if isinstance(ticket, _Ticket) and ticket.at == _IN_FLIGHT:
+            ticket.at = self._clock()
+            self._answered.set()
+
+    def _wait(self, now: float) -> float:
+        wait = self._paused_until - now
+        for name, window in self.windows.items():
+            log = [t for t in self._log[name] if t.at > now - window.span]
+            self._log[name] = log
+            wait = max(wait, self._blocked_until.get(name, 0.0) - now)
+            if len(log) >= window.limit:
+                # The request that must leave the window before one more fits (in flight:
+                # wait for its answer, which sets the event acquire waits on).
+                times = sorted(t.at for t in log)
+                wait = max(wait, times[len(times) - window.limit] + window.span - now)
+        return wait
+
+    def observe(self, headers: Mapping[str, str], ticket: Any = None) -> None:
+        now = self._clock()
+        # The answer tells the room left when *this* request was counted: our requests sent
+        # after it are not in that figure yet.
+        upto = ticket.seq if isinstance(ticket, _Ticket) else self._seq
+        lowered = {key.lower(): value for key, value in headers.items()}
+        for key, value in lowered.items():
+            if not key.startswith(REMAINING_HEADER):
+                continue
+            name = key[len(REMAINING_HEADER) :].capitalize()
+            remaining = _integer(value)
+            limit = _integer(lowered.get(LIMIT_HEADER + name.lower()))
+            if remaining is None:
+                continue
+            window = self._window_for(name, limit)
+            if window is None:
+                continue
+            log = self._log[window.name]
+            counted = sum(1 for t in log if t.seq <= upto and t.at > now - window.span)
+            # Room the service grants vs room our own log grants: any shortfall is requests
+            # someone else sent with the same token. Count them as answered now.
+            shortfall = (window.limit - counted) - remaining
+            if shortfall > 0:
+                self.foreign += shortfall
+                log.extend(_Ticket(upto, now) for _ in range(shortfall))
+                if remaining == 0:
+                    # Exhausted by someone else: its reset is unknown, but certainly within
+                    # one window length from now.
+                    self._blocked_until[window.name] = now + window.span
+
+    def _window_for(self, name: str, announced: int | None) -> Window | None:
+        window = self.windows.get(name)
+        if window is None:
+            if not (self.learn and announced and name in STANDARD_LENGTHS):
+                return None
+            window = Window(name, announced, STANDARD_LENGTHS[name])
+        elif announced and announced < window.limit:
+            window = Window(name, announced, window.seconds)  # the service knows better
+        else:
+            return window
+        self.windows[name] = window
+        self._log.setdefault(name, [])
+        return window
+
+    def throttled(self, retry_after: float | None) -> None:
+        self.throttled_responses += 1
+        pause = retry_after if retry_after is not None else 1.0
+        self._paused_until = max(self._paused_until, self._clock() + pause)
+
+    # -- shared state (see connector/client/_shared.py) -----------------------------------
+
+    def history(self) -> list[float]:
+        """Answer times of the requests still inside the longest window, oldest first."""
+        if not self.windows:
+            return []
+        now = self._clock()
+        longest = max(self.windows.values(), key=lambda w: w.span)
+        times = (now if t.at == _IN_FLIGHT else t.at for t in self._log[longest.name])
+        return sorted(t for t in times if t > now - longest.span)
+
+    def preload(self, sent_at: Iterable[float]) -> None:
+        """Count requests sent before this process started (by earlier runs on the token)."""
+        now = self._clock()
+        times = sorted(t for t in sent_at if t <= now)
+        for name, window in self.windows.items():
+            self._log[name].extend(_Ticket(0, t) for t in times if t > now - window.span)
+
+
+def estimate_seconds(requests: int, windows: Iterable[Window]) -> float | None:
+    """Time to send ``requests`` under the windows, from empty windows; None if unlimited."""
+    windows = list(windows)
+    if not windows:
+        return None
+    if requests <= 0:
+        return 0.0
+    # The binding window sends its limit, then waits a full window length, and so on.
+    return max(math.ceil(requests / w.limit - 1) * w.span for w in windows)
+
+
+def _integer(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(float(value.strip()))
+    except ValueError:
+        return None
+
+
+def limiter_for(rate: float | None, windows: Iterable[Window] = ()) -> RateLimiter:
+    windows = tuple(windows)
+    if rate:
+        return TokenBucket(rate)
+    return WindowLimiter(windows)

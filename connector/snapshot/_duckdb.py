@@ -58,7 +58,7 @@ joined AS (
         i.payload AS new_payload, i.content_hash AS new_hash,
         coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
         k.record_id IS NOT NULL AS known, k.content_hash AS old_hash, k.payload AS old_payload,
-        k.status AS old_status,
+        k.status AS old_status, k.connection AS owner,
         r.content_hash AS refused_hash,
         $full_resync OR NOT $only_ids_all AS forced
     FROM incoming AS i
@@ -75,6 +75,8 @@ decided AS (
             WHEN present AND (old_hash <> new_hash OR forced) THEN 'update'
             WHEN present THEN 'skip'
             WHEN NOT $only_ids_all OR NOT list_contains($scope_accounts, account_id) THEN NULL
+            -- Another connection's record (several mappings may write to one account).
+            WHEN owner IS DISTINCT FROM $connection THEN NULL
             WHEN $on_missing = 'deactivate'
                  AND old_status <> 'deactivated'
                  AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $inactive
@@ -153,6 +155,7 @@ class DuckDBSnapshot:
             "window_end": window.end if window else None,
             "inactive": str(AccommodationStatus.INACTIVE),
             "cancelled": CANCELLED,
+            "connection": request.connection,
         }
         cursor = self._connection.cursor()
         try:
@@ -182,16 +185,17 @@ class DuckDBSnapshot:
             cursor.register("ack_frame", frame)
             cursor.execute(
                 """
-                INSERT INTO acknowledged
+                INSERT INTO acknowledged BY NAME
                 SELECT account_id, entity, record_id, content_hash, payload,
-                       CAST(checkin AS DATE), CAST(checkout AS DATE), status,
-                       CAST(acknowledged_at AS TIMESTAMP), request_id
+                       CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout,
+                       status, CAST(acknowledged_at AS TIMESTAMP) AS acknowledged_at,
+                       request_id, CAST(connection AS VARCHAR) AS connection
                 FROM ack_frame
                 ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
                     content_hash = excluded.content_hash, payload = excluded.payload,
                     checkin = excluded.checkin, checkout = excluded.checkout,
                     status = excluded.status, acknowledged_at = excluded.acknowledged_at,
-                    request_id = excluded.request_id
+                    request_id = excluded.request_id, connection = excluded.connection
                 """
             )
             cursor.execute(
@@ -201,6 +205,36 @@ class DuckDBSnapshot:
                   AND d.record_id = a.record_id
                 """
             )
+
+    def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
+        if not len(records):
+            return 0
+        frame = records.loc[:, ["account_id", "record_id"]].astype(str)
+        with self._transaction() as cursor:
+            cursor.register("adopted_frame", frame)
+            row = cursor.execute(
+                """
+                UPDATE acknowledged AS k SET connection = ?
+                FROM adopted_frame AS i
+                WHERE k.entity = ? AND k.account_id = i.account_id
+                  AND k.record_id = i.record_id AND k.connection IS DISTINCT FROM ?
+                """,
+                [connection, str(entity), connection],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def limiter_history(self, key: str) -> list[float]:
+        rows = self._query(
+            "SELECT sent_at FROM rate_limit_log WHERE limiter_key = ? ORDER BY sent_at", [key]
+        )
+        return [float(t) for t in rows["sent_at"]]
+
+    def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
+        frame = pd.DataFrame({"sent_at": [float(t) for t in sent_at]}, dtype="float64")
+        with self._transaction() as cursor:
+            cursor.execute("DELETE FROM rate_limit_log WHERE limiter_key = ?", [key])
+            cursor.register("sent_frame", frame)
+            cursor.execute("INSERT INTO rate_limit_log SELECT ?, sent_at FROM sent_frame", [key])
 
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         if not refusals:

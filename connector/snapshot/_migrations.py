@@ -97,6 +97,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "the connection that owns each acknowledged record",
+        (
+            # The mapping name (``mapping.name``) that last acknowledged or exported the
+            # record: reconciliation of records gone from a full export only considers the
+            # records of the connection being synced. Rows written before this step get NULL
+            # (unknown owner): no named connection reconciles them until its export contains
+            # them again and adopts them (docs/decisions-rate.md, "Reconciliation per
+            # connection").
+            "ALTER TABLE acknowledged ADD COLUMN connection VARCHAR",
+        ),
+    ),
+    Migration(
+        4,
+        "rate-limit windows shared by the runs of one service and token",
+        (
+            """
+            CREATE TABLE rate_limit_log (
+                limiter_key VARCHAR NOT NULL,   -- base URL + '#' + sha256(token)[:16]
+                sent_at     DOUBLE NOT NULL     -- epoch seconds of a request (or a foreign one)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

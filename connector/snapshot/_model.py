@@ -40,6 +40,10 @@ class DiffRequest:
     today: date = field(default_factory=date.today)
     full_resync: bool = False
     only_ids: frozenset[str] | None = None  # when set: only these ids, each re-sent
+    # The connection (mapping name) being synced: only the acknowledged records it owns are
+    # reconciled when missing. None is a connection too (library calls without a name), and
+    # owns the records acknowledged without one, including those written before owners existed.
+    connection: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Acknowledgement:
     status: RecordStatus
     acknowledged_at: datetime
     request_id: str | None
+    connection: str | None = None  # the mapping name whose run sent it: the record's owner
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,22 @@ class SnapshotStore(Protocol):
         """Commit acknowledged records (and clear their dead letters) in one transaction."""
         ...
 
+    def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
+        """Make ``connection`` the owner of the acknowledged records among ``records``.
+
+        A record a connection exports is that connection's, even when unchanged (a skip sends
+        nothing, so no acknowledgement would move it). Returns how many changed owner.
+        """
+        ...
+
+    def limiter_history(self, key: str) -> list[float]:
+        """Times (epoch seconds) of the recent requests of one service and token."""
+        ...
+
+    def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
+        """Replace the recent requests of one service and token."""
+        ...
+
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         """Commit dead letters in one transaction; a repeated refusal counts one more attempt."""
         ...

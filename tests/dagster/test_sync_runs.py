@@ -296,3 +296,24 @@ def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the
 
     assert result.success
     assert len(clean_sandbox.records("demo", "accommodation")) == 3
+
+
+def test_a_budgeted_run_warns_of_the_upcoming_arrivals_it_left_unsent_and_shows_the_backlog(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    today = date.today()
+    arrivals = [booking(i, date.fromordinal(today.toordinal() + 1 + i)) for i in range(6)]
+    hotel.write(UNITS, arrivals)
+    # The budget is per sync step: the units' step sends its 3, the reservations' step 4 of 6.
+    service = ServiceResource(base_url=clean_sandbox.base_url, token="demo-token", max_requests=4)
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    months = sorted({row["checkin"][:7] for row in arrivals})
+
+    result = run(defs, months[0], months[-1])
+
+    assert result.success  # a budget leaves work for the next run; it is not a failure
+    assert checks(result)[("synced_reservations", "upcoming_arrivals_sent")] is False
+    synced = metadata(result, "synced_reservations")
+    assert (synced["acknowledged"], synced["deferred"], synced["unsent_upcoming"]) == (4, 2, 2)
+    assert "| upcoming | 2 |" in synced["backlog"]
+    assert len(stays(clean_sandbox)) == 4

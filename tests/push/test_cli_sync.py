@@ -149,3 +149,38 @@ def test_a_mapping_error_exits_1_with_the_reason_on_stderr(
 
     assert result.exit_code == 1
     assert "error:" in result.stderr and "broken.yaml" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_sync_with_a_request_budget_leaves_the_rest_planned_and_plan_shows_its_eta(
+    service: SandboxHandle, tmp_path: Path, hotel_mapping: Path
+) -> None:
+    budgeted = run(service, tmp_path, "sync", str(hotel_mapping), "--max-requests", "10")
+    backlog = run(
+        service, tmp_path, "plan", str(hotel_mapping), "--json"
+    )  # the local sandbox: no limits
+    limited = CliRunner().invoke(
+        main,
+        ["plan", str(hotel_mapping)],
+        env={
+            "PMS_SYNC_BASE_URL": service.base_url,
+            "PMS_SYNC_SNAPSHOT": str(tmp_path / "state" / "snapshot.duckdb"),
+            "PMS_SYNC_RATE_LIMITS": "15/s,5/min",
+            "HOTEL_BER_ACCOUNT": "demo",
+            "HOTEL_MUC_ACCOUNT": "hotel-a",
+        },
+        catch_exceptions=False,
+    )
+    rest = run(service, tmp_path, "sync", str(hotel_mapping), "--json")
+
+    assert budgeted.exit_code == 3, budgeted.output  # incomplete: a backlog is left
+    assert "budget reached: " in budgeted.output and "left for the next run" in budgeted.output
+    planned = document(backlog)
+    assert planned["backlog"]["past"]["eta_s"] is None  # no limit configured
+    left = sum(row["requests"] for row in planned["backlog"].values())
+    assert left == planned["requests"] > 0
+    # 5 a minute: the 30 units after 5 more minutes, all 90 changes after 17.
+    assert "unit            30  5.0 min" in limited.output
+    assert "past            60  17.0 min" in limited.output
+    assert document(rest)["outcomes"]["acknowledged"] == left
+    assert document(rest)["requests"] == left  # nothing sent twice

@@ -169,7 +169,7 @@ def test_full_resync_resends_every_record_and_only_resends_just_those(
     assert only.to_json_dict()["force"]["only_ids_not_in_export"] == ["TYPO"]
 
 
-def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
+def test_delivery_order_is_units_then_upcoming_then_future_stays_soonest_first_then_past(
     snapshot: SnapshotStore,
 ) -> None:
     data = batches(
@@ -195,7 +195,8 @@ def test_delivery_order_is_units_then_upcoming_stays_soonest_first_then_past(
         "PAST_OLD",
     ]
     assert plan.changes["urgency"].tolist()[:3] == ["unit", "unit", "upcoming"]
-    assert plan.to_json_dict()["by_urgency"] == {"unit": 2, "upcoming": 3, "past": 2}
+    assert plan.changes["urgency"].tolist()[3:5] == ["upcoming", "future"]
+    assert plan.to_json_dict()["by_urgency"] == {"unit": 2, "upcoming": 2, "future": 1, "past": 2}
 
 
 def test_plan_prints_as_json_with_counts_per_action_and_as_a_table(
@@ -225,3 +226,32 @@ def test_duplicate_record_ids_in_one_export_are_refused(snapshot: SnapshotStore)
 
     with pytest.raises(SnapshotError, match="acc-1/U1"):
         plan_of(snapshot, data)
+
+
+def test_arrivals_beyond_the_horizon_wait_behind_upcoming_ones_but_their_cancellations_do_not(
+    snapshot: SnapshotStore,
+) -> None:
+    from connector.urgency import UrgencyPolicy
+
+    data = batches(
+        [],
+        [
+            reservation("FAR", 40),
+            reservation("FAR_CANCELLED", 50, status="CANCELLED"),
+            reservation("WEEK", 7),
+            reservation("PAST", -30),
+        ],
+    )
+
+    default = plan_of(snapshot, data)
+    short = plan_of(snapshot, data, urgency=UrgencyPolicy(horizon_days=3))
+    wide = plan_of(snapshot, data, urgency=UrgencyPolicy(horizon_days=60))
+
+    assert default.changes[["record_id", "urgency"]].values.tolist() == [
+        ["WEEK", "upcoming"],
+        ["FAR_CANCELLED", "upcoming"],
+        ["FAR", "future"],
+        ["PAST", "past"],
+    ]
+    assert short.changes["record_id"].tolist() == ["FAR_CANCELLED", "WEEK", "FAR", "PAST"]
+    assert wide.by_urgency == {"unit": 0, "upcoming": 3, "future": 0, "past": 1}

@@ -1,0 +1,45 @@
+"""Settings and sources of the rate-limit tests."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from connector.budget import Budget
+from connector.client import ClientConfig, Window
+from connector.sandbox.rate_limits import RateLimit
+from connector.settings import SyncSettings
+from tests.push.push_samples import FAST_RETRY, settings_for
+
+# 5 requests per "second" of 0.2 s and 40 per "minute" of 2 s (≈ 20 requests/s, the minute
+# binding): the shape of the documented 15/s and 120/min, fast enough for tests.
+LIMITS = RateLimit(second=5, minute=40, second_s=0.2, minute_s=2.0)
+CLIENT_WINDOWS = (Window("Second", 5, 0.2), Window("Minute", 40, 2.0))
+
+# Retries honour Retry-After fully here: a 429 is an event to count, not to hurry past.
+PATIENT_RETRY = replace(FAST_RETRY, max_attempts=8, max_retry_after=2.0)
+
+
+def limited_settings(
+    base_url: str,
+    snapshot: Path,
+    *,
+    concurrency: int = 4,
+    budget: Budget | None = None,
+    windows: Any = CLIENT_WINDOWS,
+) -> SyncSettings:
+    settings = settings_for(base_url, snapshot, concurrency=concurrency, retry=PATIENT_RETRY)
+    client: ClientConfig = replace(settings.client, rate_windows=windows)
+    push = replace(settings.push, budget=budget or Budget())
+    return replace(settings, client=client, push=push)
+
+
+def sync_statuses(stats: dict[str, Any]) -> dict[str, int]:
+    """Answers of the sync webhooks by status code."""
+    found: dict[str, int] = {}
+    for endpoint, by_status in stats["requests"].items():
+        if "/api/v1/hooks/" in endpoint:
+            for status, n in by_status.items():
+                found[status] = found.get(status, 0) + n
+    return found
