@@ -263,7 +263,7 @@ def sync_batches(
             urgency=settings.urgency,
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
-        diff_sample = field_changes(plan.changes, snapshot, limit=_SAMPLE)
+        diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
         client = ServiceClient(settings.client, settings.tokens)
         result = push_plan(
             withhold(plan, verdict.blocked_accounts),
@@ -301,6 +301,14 @@ def _adopt_exported(
     # moved from one mapping to another is then reconciled by the one that has it now.
     for entity, batch in batches.items():
         snapshot.adopt(entity, batch.records, connection)
+
+
+def _updates_first(changes: pd.DataFrame) -> pd.DataFrame:
+    """Changes for the diff sample: updates, deactivations and cancellations before creates,
+    whose every field is new and would fill the sample with one record."""
+    if not len(changes):
+        return changes
+    return changes.sort_values("action", key=lambda a: a == "create", kind="stable")
 
 
 def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:

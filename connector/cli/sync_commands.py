@@ -259,6 +259,8 @@ def _print_plan_file(out: Path, verdict: Any, document: dict[str, Any], as_json:
                 f"{change['action']:<10} {change['entity']} {change['account_id']}/"
                 f"{change['record_id']}"
             )
+            if change["action"] == "create":
+                continue  # every field is new: the file lists them, the terminal would drown
             for item in change["fields"][:30]:
                 click.echo(f"    {item['field']}: {_cell(item['old'])} → {_cell(item['new'])}")
         hidden = len(document["changes"]) - 50
