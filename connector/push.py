@@ -105,6 +105,7 @@ class PushResult:
     throttled: int = 0  # 429 answers: rare under the client's limiter, each one counted
     foreign_requests: int = 0  # requests another user of the token made, seen in the headers
     waited_s: float = 0.0  # time spent waiting for rate-limit windows
+    pending_by_urgency: Counter[str] = field(default_factory=Counter)
 
     @property
     def complete(self) -> bool:
@@ -116,9 +117,7 @@ class PushResult:
     @property
     def unsent(self) -> Counter[str]:
         """Per urgency class: changes not acknowledged by this run (deferred or pending)."""
-        return self.deferred + self._pending_by_urgency
-
-    _pending_by_urgency: Counter[str] = field(default_factory=Counter)
+        return self.deferred + self.pending_by_urgency
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
         return self.by_account.setdefault((entity, account_id), Counter())
@@ -392,7 +391,7 @@ def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -
 def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
     result.outcomes[str(outcome)] += 1
     if outcome == Outcome.PENDING:
-        result._pending_by_urgency[change.urgency] += 1
+        result.pending_by_urgency[change.urgency] += 1
     result.tally(change.entity, change.account_id)[str(outcome)] += 1
 
 
