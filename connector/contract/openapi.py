@@ -217,6 +217,11 @@ def build_openapi() -> dict[str, Any]:
                 "operationId": "issueToken",
                 "summary": "Obtain an access token (OAuth2 client credentials)",
                 "tags": ["open api"],
+                "description": (
+                    "Client credentials as members of the body, or as HTTP Basic "
+                    "(RFC 6749 §2.3.1), which then replaces client_id and client_secret."
+                ),
+                "security": [{}, {"clientBasic": []}],
                 "requestBody": {
                     "required": True,
                     "content": {
@@ -345,6 +350,7 @@ def build_openapi() -> dict[str, Any]:
                     "name": "X-Wishbox-Auth-Token",
                 },
                 "bearerToken": {"type": "http", "scheme": "bearer"},
+                "clientBasic": {"type": "http", "scheme": "basic"},
             },
         },
     }

@@ -9,7 +9,6 @@ handed out by the accounts lookup. Links, properties and webhooks act within tha
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -113,7 +112,9 @@ def _basic_credentials(request: Request) -> tuple[str, str] | None:
         return None
     try:
         client_id, _, client_secret = base64.b64decode(encoded.strip()).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:
+        # binascii.Error, UnicodeDecodeError, and the plain ValueError b64decode raises for
+        # non-ASCII text (a header such as "Basic é" was a 500).
         return None
     # RFC 6749 §2.3.1: both parts are form-urlencoded before they are joined.
     return unquote(client_id), unquote(client_secret)

@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from connector.contract import (
@@ -260,3 +262,43 @@ def test_validate_json_body_accepts_what_the_model_accepts_without_duplicates() 
     document = payloads.envelope("reservation", payloads.reservation())
     validated = validate_json_body(ReservationEnvelope, json.dumps(document))
     assert validated == ReservationEnvelope.model_validate_json(json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    ["Basic é", "Basic !!!", "Basic", "Basic " + "//79", "Basic " + "Og==", "basic Og=="],
+)
+def test_a_malformed_basic_header_at_the_token_endpoint_is_a_401_not_a_500(
+    clean_sandbox: SandboxHandle, credentials: str
+) -> None:
+    response = clean_sandbox.http.post(
+        "/openapi/v1/oauth2/token",
+        content="grant_type=client_credentials",
+        headers={
+            "Authorization": credentials.encode("latin-1"),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_client"
+
+
+_HEADER_TEXT = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=40
+)
+
+
+@settings(max_examples=100, derandomize=True, database=None, deadline=None)
+@given(scheme=st.sampled_from(["Basic", "basic", "BASIC", "Bearer"]), credentials=_HEADER_TEXT)
+def test_no_authorization_header_makes_the_token_endpoint_answer_500(
+    sandbox: SandboxHandle, scheme: str, credentials: str
+) -> None:
+    response = sandbox.http.post(
+        "/openapi/v1/oauth2/token",
+        content="grant_type=client_credentials",
+        headers={
+            "Authorization": f"{scheme} {credentials}".strip().encode("latin-1"),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    assert response.status_code in (400, 401)

@@ -28,6 +28,8 @@ from tests.sandbox import payloads
 
 OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 EXAMPLES = int(os.environ.get("PMS_SYNC_FUZZ_EXAMPLES", "25"))
+# A large budget outlasts the suite's 300 s per-test timeout: allow a second per example.
+pytestmark = pytest.mark.timeout(max(300, EXAMPLES))
 SYNC_PREFIX = "/api/v1/hooks/"
 TOKEN_PATH = "/openapi/v1/oauth2/token"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -34,6 +35,8 @@ from tests.sandbox import payloads
 # PMS_SYNC_FUZZ_EXAMPLES is the per-operation budget of the schemathesis run; one envelope
 # costs a fraction of an operation's example, so this property gets twelve times as many.
 EXAMPLES = 12 * int(os.environ.get("PMS_SYNC_FUZZ_EXAMPLES", "25"))
+# A large budget outlasts the suite's 300 s per-test timeout: allow a second per example.
+pytestmark = pytest.mark.timeout(max(300, EXAMPLES))
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,
     derandomize=True,

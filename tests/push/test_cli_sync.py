@@ -48,11 +48,14 @@ def document(result: Result) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_sync_creates_the_example_and_plan_then_shows_nothing_left_to_send(
+def test_sync_creates_the_example_plan_then_shows_nothing_to_send_and_only_resends_one(
     service: SandboxHandle, tmp_path: Path, hotel_mapping: Path
 ) -> None:
     first = run(service, tmp_path, "sync", str(hotel_mapping), "--json")
     plan = run(service, tmp_path, "plan", str(hotel_mapping), "--json")
+    some_id = service.records(entity="reservation")[0]["id"]
+    before = service.stats()["total"]
+    only = run(service, tmp_path, "sync", str(hotel_mapping), "--only", some_id, "--json")
 
     created = document(first)
     assert first.exit_code == 0, first.output
@@ -64,6 +67,12 @@ def test_sync_creates_the_example_and_plan_then_shows_nothing_left_to_send(
     assert plan.exit_code == 0
     assert document(plan)["requests"] == 0
     assert document(plan)["counts"]["skip"] == created["counts"]["create"]
+    assert (only.exit_code, document(only)["requests"], document(only)["counts"]["update"]) == (
+        0,
+        1,
+        1,
+    )
+    assert service.stats()["total"] - before == 1
 
 
 @pytest.mark.slow
@@ -118,24 +127,6 @@ def test_a_refused_token_exits_4_naming_the_account_and_never_the_token(
     assert report["outcomes"]["failed"] == 1
     assert report["outcomes"]["pending"] > 0
     assert {r["accountId"] for r in service.records()} == {"demo"}
-
-
-@pytest.mark.slow
-def test_only_resends_exactly_the_named_record(
-    service: SandboxHandle, tmp_path: Path, hotel_mapping: Path
-) -> None:
-    run(service, tmp_path, "sync", str(hotel_mapping))
-    some_id = service.records(entity="reservation")[0]["id"]
-    before = service.stats()["total"]
-
-    only = run(service, tmp_path, "sync", str(hotel_mapping), "--only", some_id, "--json")
-
-    assert (only.exit_code, document(only)["requests"], document(only)["counts"]["update"]) == (
-        0,
-        1,
-        1,
-    )
-    assert service.stats()["total"] - before == 1
 
 
 @pytest.mark.slow
