@@ -20,12 +20,19 @@ from assets.connections import Connection
 from assets.handoff import MappedBatch, SyncOutcome
 from assets.metadata import mapped_metadata, sync_metadata
 from assets.partitions import window_of
-from assets.resources import ServiceResource, SnapshotResource, SourcesResource
+from assets.resources import (
+    ServiceResource,
+    SnapshotResource,
+    SourcesResource,
+    SyncChecksResource,
+)
+from assets.safety import anomaly_check_spec, anomaly_result, raise_if_blocked
 from connector.budget import format_duration
 from connector.contract import Entity
 from connector.pipeline import SyncReport, load_batches, sync_batches
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
+from connector.safety.guard import GuardRules
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
@@ -158,6 +165,7 @@ def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpe
             asset=key,
             description="The service accepted the credentials of every account of the export.",
         ),
+        anomaly_check_spec(key),
     ]
     if entity == Entity.RESERVATION:
         specs.append(
@@ -178,6 +186,7 @@ def _sync(
     batch: MappedBatch,
     service: ServiceResource,
     snapshot: SnapshotResource,
+    sync_checks: SyncChecksResource,
 ) -> SyncReport:
     return sync_batches(
         {batch.entity: batch.records},
@@ -185,6 +194,8 @@ def _sync(
         policy=batch.policy,
         mapping=str(connection.path),
         window=batch.window,
+        guard=GuardRules.from_mapping(connection.mapping),
+        allow_mass_change=sync_checks.allow_mass_change,
     )
 
 
@@ -313,8 +324,9 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         mapped: MappedBatch,
         service: ServiceResource,
         snapshot: SnapshotResource,
+        sync_checks: SyncChecksResource,
     ) -> Iterator[dg.MaterializeResult]:
-        report = _sync(connection, mapped, service, snapshot)
+        report = _sync(connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
@@ -325,10 +337,18 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
                 accounts=frozenset(mapped.records.accounts),
             ),
             metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
-            check_results=_check_results(
-                keys.synced_accommodations, report, refused, Entity.ACCOMMODATION
-            ),
+            check_results=[
+                *_check_results(keys.synced_accommodations, report, refused, Entity.ACCOMMODATION),
+                anomaly_result(
+                    keys.synced_accommodations,
+                    report,
+                    str(Entity.ACCOMMODATION),
+                    snapshot,
+                    sync_checks,
+                ),
+            ],
         )
+        raise_if_blocked(report)
         # The reservations' sync of the same run reports the refused accounts at the end.
         last = not _runs_in_same_run(context, keys.synced_reservations)
         _raise_for_problems(report, refused, last_sync=last)
@@ -367,6 +387,7 @@ def _synced_reservations(
         mapped: MappedBatch,
         service: ServiceResource,
         snapshot: SnapshotResource,
+        sync_checks: SyncChecksResource,
         accommodations: SyncOutcome | None = None,
     ) -> Iterator[dg.MaterializeResult]:
         window = window_of(context.partition_time_window)
@@ -381,16 +402,24 @@ def _synced_reservations(
             # left the export holds none, so take the accounts of the full units export too.
             scope = accommodations.accounts | frozenset(mapped.records.accounts)
             mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
-        report = _sync(connection, mapped, service, snapshot)
+        report = _sync(connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
         yield dg.MaterializeResult(
             metadata=sync_metadata(report, str(Entity.RESERVATION)),
-            check_results=_check_results(
-                keys.synced_reservations, report, refused, Entity.RESERVATION
-            ),
+            check_results=[
+                *_check_results(keys.synced_reservations, report, refused, Entity.RESERVATION),
+                anomaly_result(
+                    keys.synced_reservations,
+                    report,
+                    str(Entity.RESERVATION),
+                    snapshot,
+                    sync_checks,
+                ),
+            ],
         )
+        raise_if_blocked(report)
         if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
             refused = {**accommodations.refused_accounts, **refused}
         _raise_for_problems(report, refused, last_sync=True)

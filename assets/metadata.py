@@ -18,6 +18,7 @@ import pandas as pd
 from connector.budget import format_duration
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS
+from connector.plan_diff import render_value
 from connector.push import OUTCOMES, Outcome
 from connector.records import MappedRecords
 from connector.secrets import is_sensitive, mask_payload, mask_value
@@ -137,7 +138,8 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
     duration = max(report.duration_s, 1e-9)
     metadata: dict[str, Any] = {
         **{action: dg.MetadataValue.int(counts[action]) for action in map(str, ACTIONS)},
-        "held": dg.MetadataValue.int(report.plan.held),
+        "held": dg.MetadataValue.int(report.held),
+        "held_back": dg.MetadataValue.int(len(push.held_back)),
         **{outcome: dg.MetadataValue.int(outcomes[outcome]) for outcome in map(str, OUTCOMES)},
         "requests": dg.MetadataValue.int(report.requests),
         "records": dg.MetadataValue.int(extracted),
@@ -177,6 +179,7 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
             ),
         )
     )
+    metadata.update(safety_metadata(report))
     dead = [p for p in push.problems if p.outcome == Outcome.DEAD_LETTERED]
     if dead:
         metadata["dead_letter_top_reasons"] = dg.MetadataValue.md(
@@ -216,4 +219,40 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         metadata["window"] = dg.MetadataValue.text(
             f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"
         )
+    return metadata
+
+
+def safety_metadata(report: SyncReport) -> dict[str, Any]:
+    """The safety rails' part: field-level differences, held-back records, the guard."""
+    metadata: dict[str, Any] = {
+        # The same masked old → new rows `pms-sync plan --out` writes, for the first changes.
+        "changes_diff": dg.MetadataValue.md(
+            markdown_table(
+                ("account", "record", "action", "field", "old", "new"),
+                (
+                    (
+                        c.account_id,
+                        c.record_id,
+                        c.action,
+                        c.field,
+                        render_value(c.old),
+                        render_value(c.new),
+                    )
+                    for c in report.diff_sample[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    }
+    if report.push.held_back:
+        metadata["held_back_sample"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "record", "units", "reason"),
+                (
+                    (h.account_id, h.record_id, ", ".join(h.unit_ids), h.reason)
+                    for h in report.push.held_back[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    if report.guard.changes:
+        metadata["mass_change_guard"] = dg.MetadataValue.text(report.guard.message())
     return metadata

@@ -22,6 +22,7 @@ from connector.budget import Budget
 from connector.client import DEFAULT_BASE_URL, AccountTokens
 from connector.errors import ConfigError
 from connector.push import PushOptions
+from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file
 from connector.snapshot import Snapshot, SnapshotStore
 from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
@@ -138,6 +139,39 @@ class SyncChecksResource(dg.ConfigurableResource):
         default=0.01,
         description="Largest share of quarantined rows (0.01 = 1 %) that still lets a push run.",
     )
+    allow_mass_change: bool = Field(
+        default=False,
+        description=(
+            "Approve a push the mass-change guard holds back (many deactivations or "
+            "cancellations, or far fewer export rows than last time). Set it in the run config "
+            "of the one run you approve: resources.sync_checks.config.allow_mass_change: true."
+        ),
+    )
+    anomaly_history_runs: int = Field(
+        default=7, description="Successful runs the count_anomalies check compares with."
+    )
+    anomaly_extracted_drop: float = Field(
+        default=0.3, description="Warn when extracted rows fall more than this below the median."
+    )
+    anomaly_extracted_rise: float = Field(
+        default=1.0, description="Warn when extracted rows rise more than this above the median."
+    )
+    anomaly_changed_rise: float = Field(
+        default=4.0,
+        description="Warn when changed or acknowledged records exceed (1 + this) x the median…",
+    )
+    anomaly_min_changed: int = Field(
+        default=20, description="…and exceed this count (quiet nights are not anomalies)."
+    )
+
+    def anomaly_bands(self) -> AnomalyBands:
+        return AnomalyBands(
+            history_runs=self.anomaly_history_runs,
+            extracted_drop=self.anomaly_extracted_drop,
+            extracted_rise=self.anomaly_extracted_rise,
+            changed_rise=self.anomaly_changed_rise,
+            min_changed=self.anomaly_min_changed,
+        )
 
 
 def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:

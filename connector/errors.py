@@ -83,3 +83,15 @@ class ServiceError(PmsSyncError):
 
 class AuthenticationError(ServiceError):
     """The service rejected the credentials (401): the account's push stops."""
+
+
+class ExportIncompleteError(SourceError):
+    """An export file is still being written (size or mtime changing, or a partial last line)."""
+
+
+class MassChangeError(PmsSyncError):
+    """A plan deactivates, cancels or loses more records than the safety rails allow."""
+
+
+class PlanFileError(PmsSyncError):
+    """A plan file cannot be applied: stale against the snapshot, edited, or not a plan file."""

@@ -19,8 +19,10 @@ from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows
 from connector.contract import Entity
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
+from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
 from connector.records import DateWindow, MappedRecords
+from connector.safety.guard import GuardRules, GuardVerdict, evaluate, withhold
 from connector.settings import SyncSettings
 from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore
 from connector.urgency import URGENCY_CLASSES
@@ -30,7 +32,8 @@ _SAMPLE = 20  # problems listed in a report; the rest are counted
 
 class RunStatus:
     SUCCEEDED = "succeeded"  # every change acknowledged (or nothing to send)
-    INCOMPLETE = "incomplete"  # some changes dead-lettered, failed or pending
+    INCOMPLETE = "incomplete"  # some changes dead-lettered, failed, pending or held back
+    BLOCKED = "blocked"  # the mass-change guard stopped an account's push (docs/safety-rails.md)
     DRY_RUN = "dry_run"
 
 
@@ -48,6 +51,14 @@ class SyncReport:
     quarantine: dict[str, int] = field(default_factory=dict)  # per entity
     quarantine_sample: list[dict[str, Any]] = field(default_factory=list)  # values masked
     dead_letters: dict[str, int] = field(default_factory=dict)  # held in the snapshot, per status
+    guard: GuardVerdict = field(default_factory=GuardVerdict)
+    diff_sample: list[FieldChange] = field(default_factory=list)  # masked, first changes
+
+    @property
+    def held(self) -> int:
+        """Not sent: refused before with the same content, or its unit is not at the service."""
+        return self.plan.held + len(self.push.held_back)
+
     rate_windows: tuple[Window, ...] = ()  # the limits the client enforced: the backlog's pace
 
     @property
@@ -71,6 +82,8 @@ class SyncReport:
     def status(self) -> str:
         if self.push.dry_run:
             return RunStatus.DRY_RUN
+        if self.guard.blocked:
+            return RunStatus.BLOCKED
         return RunStatus.SUCCEEDED if self.push.complete else RunStatus.INCOMPLETE
 
     @property
@@ -85,7 +98,20 @@ class SyncReport:
             "status": self.status,
             "dry_run": self.push.dry_run,
             "counts": self.counts,
-            "held": self.plan.held,
+            "held": self.held,
+            "held_back": [
+                {
+                    "entity": h.entity,
+                    "account_id": h.account_id,
+                    "record_id": h.record_id,
+                    "action": h.action,
+                    "unit_ids": list(h.unit_ids),
+                    "reason": h.reason,
+                }
+                for h in self.push.held_back[:_SAMPLE]
+            ],
+            "held_back_total": len(self.push.held_back),
+            "guard": self.guard.to_json_dict(),
             "outcomes": dict(self.outcomes),
             "requests": self.requests,
             "duration_s": round(self.duration_s, 3),
@@ -138,8 +164,10 @@ def load_batches(
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy."""
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
+    from connector.safety.stability import check_mapping_exports
 
     mapping = load_mapping(mapping_path)
+    check_mapping_exports(mapping)  # an export still being written is never read
     batches = map_records(mapping, entities=entities, window=window)
     return dict(batches), ReconcilePolicy.from_mapping(mapping)
 
@@ -177,10 +205,14 @@ def run_sync(
     force: Force | None = None,
     on_progress: ProgressCallback | None = None,
     today: date | None = None,
+    allow_mass_change: bool = False,
 ) -> SyncReport:
     """Map, plan, push and record one run of a mapping file."""
     started = _now()
     batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    from connector.mapping import load_mapping
+
+    guard = GuardRules.from_mapping(load_mapping(mapping_path))
     return sync_batches(
         batches,
         settings,
@@ -192,6 +224,8 @@ def run_sync(
         on_progress=on_progress,
         started_at=started,
         today=today,
+        guard=guard,
+        allow_mass_change=allow_mass_change,
     )
 
 
@@ -207,8 +241,15 @@ def sync_batches(
     on_progress: ProgressCallback | None = None,
     started_at: datetime | None = None,
     today: date | None = None,
+    guard: GuardRules | None = None,
+    allow_mass_change: bool = False,
 ) -> SyncReport:
-    """Plan and push records that are already mapped (the mapping engine's output, or built)."""
+    """Plan and push records that are already mapped (the mapping engine's output, or built).
+
+    The mass-change guard (``guard``, default thresholds when None) withholds every change of
+    an account over a limit unless ``allow_mass_change``; the report's status is then
+    ``blocked`` and ``report.guard.message()`` says why and how to approve.
+    """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
@@ -221,9 +262,16 @@ def sync_batches(
             today=today,
             urgency=settings.urgency,
         )
+        verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
+        diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
         client = ServiceClient(settings.client, settings.tokens)
         result = push_plan(
-            plan, client, snapshot, dry_run=dry_run, options=settings.push, on_progress=on_progress
+            withhold(plan, verdict.blocked_accounts),
+            client,
+            snapshot,
+            dry_run=dry_run,
+            options=settings.push,
+            on_progress=on_progress,
         )
         if not dry_run:
             _adopt_exported(snapshot, batches, plan.connection)
@@ -238,6 +286,8 @@ def sync_batches(
             quarantine=_quarantine_counts(batches),
             quarantine_sample=_quarantine_sample(batches),
             dead_letters=_dead_letter_summary(snapshot),
+            guard=verdict,
+            diff_sample=diff_sample,
             rate_windows=effective_windows(settings.client),
         )
         _record_run(snapshot, report)
@@ -251,6 +301,14 @@ def _adopt_exported(
     # moved from one mapping to another is then reconciled by the one that has it now.
     for entity, batch in batches.items():
         snapshot.adopt(entity, batch.records, connection)
+
+
+def _updates_first(changes: pd.DataFrame) -> pd.DataFrame:
+    """Changes for the diff sample: updates, deactivations and cancellations before creates,
+    whose every field is new and would fill the sample with one record."""
+    if not len(changes):
+        return changes
+    return changes.sort_values("action", key=lambda a: a == "create", kind="stable")
 
 
 def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
@@ -277,7 +335,7 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
                 extracted=int(extracted["extracted"].sum()),
                 quarantined=int(extracted["quarantined"].sum()),
                 **{str(a): actions[str(a)] for a in ACTIONS},
-                held=actions["held"],
+                held=actions["held"] + int(outcomes.get("held", 0)),
                 **{str(o): int(outcomes.get(str(o), 0)) for o in OUTCOMES},
                 requests=int(outcomes.get("requests", 0)),
             )

@@ -32,6 +32,7 @@ from connector.client import (
 )
 from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
+from connector.holdback import HeldRecord, UnitTrouble, held_record
 from connector.plan import Plan
 from connector.snapshot import Acknowledgement, RecordStatus, Refusal, SnapshotStore
 
@@ -98,6 +99,7 @@ class PushResult:
     stopped_accounts: dict[str, AuthenticationError] = field(default_factory=dict)
     by_account: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     duration_s: float = 0.0
+    held_back: list[HeldRecord] = field(default_factory=list)  # unit not at the service
     # Changes the budget left for the next run (not sent, so still planned), per urgency class.
     deferred: Counter[str] = field(default_factory=Counter)
     throttled: int = 0  # 429 answers: rare under the client's limiter, each one counted
@@ -108,7 +110,7 @@ class PushResult:
     @property
     def complete(self) -> bool:
         """Every change of the plan was acknowledged."""
-        if sum(self.deferred.values()):
+        if self.held_back or sum(self.deferred.values()):
             return False
         return all(self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED)
 
@@ -128,6 +130,7 @@ class PushResult:
             "duration_s": round(self.duration_s, 3),
             "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
             "disagreements": len(self.disagreements),
+            "held_back": len(self.held_back),
             "deferred": sum(self.deferred.values()),
             "deferred_by_urgency": dict(self.deferred),
             "throttled": self.throttled,
@@ -188,13 +191,18 @@ async def push_plan_async(
     progress = _Progress(len(changes), on_progress)
     recorder = _Recorder(snapshot, options, plan.connection)
     gate = BudgetGate(options.budget)
+    trouble = UnitTrouble.from_snapshot(snapshot)
     async with client:
         shared = load_shared_state(snapshot, client)
         flusher = asyncio.create_task(recorder.flush_periodically())
         try:
             for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
                 phase = [change for change in changes if change.entity == entity]
+                if entity == Entity.RESERVATION:
+                    phase = _hold_back(phase, trouble, result, progress)
                 await _push_phase(phase, client, recorder, result, progress, options, gate)
+                if entity == Entity.ACCOMMODATION:
+                    _note_unit_answers(phase, result, trouble)
         finally:
             flusher.cancel()
             recorder.flush()
@@ -202,6 +210,36 @@ async def push_plan_async(
     _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _note_unit_answers(units: list[_Change], result: PushResult, trouble: UnitTrouble) -> None:
+    failed = {(p.account_id, p.record_id): p for p in result.problems}
+    for change in units:
+        problem = failed.get((change.account_id, change.record_id))
+        if problem is None:
+            trouble.resolve(change.account_id, change.record_id)  # acknowledged just now
+        elif problem.account_id not in result.stopped_accounts:
+            # A stopped account's reservations stay pending (401), they are not held.
+            trouble.add(problem.account_id, problem.record_id, problem.outcome, problem.http_status)
+
+
+def _hold_back(
+    phase: list[_Change], trouble: UnitTrouble, result: PushResult, progress: _Progress
+) -> list[_Change]:
+    """The reservations to send; those whose unit is not at the service are held (docs:
+    connector/holdback.py) and never sent to fail."""
+    send: list[_Change] = []
+    for change in phase:
+        found = trouble.reason_for(change.account_id, change.payload)
+        if found is None:
+            send.append(change)
+            continue
+        result.held_back.append(
+            held_record(change.entity, change.account_id, change.record_id, change.action, found)
+        )
+        result.tally(change.entity, change.account_id)["held"] += 1
+        progress.advance()
+    return send
 
 
 def _limiter_report(client: ServiceClient, result: PushResult) -> None:

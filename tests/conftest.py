@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
+
+# Exports written by a test are complete the moment they are closed: a short settle interval
+# keeps runs fast. The stability rail's own tests pass their interval explicitly.
+os.environ.setdefault("PMS_SYNC_EXPORT_SETTLE_SECONDS", "0.05")
 
 
 @pytest.fixture(scope="session")

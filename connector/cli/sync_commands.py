@@ -9,6 +9,9 @@ Exit codes of ``sync`` (``plan`` uses 0, 1 and 2):
 | 2 | wrong usage of the command (click) |
 | 3 | incomplete: some changes were dead-lettered, failed or are pending for the next run |
 | 4 | an account's token was refused (401): its push stopped, its changes are pending |
+| 5 | the mass-change guard held an account's push back (approve with --allow-mass-change) |
+
+``apply`` uses the same codes as ``sync``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_INCOMPLETE = 3
 EXIT_AUTHENTICATION = 4
+EXIT_MASS_CHANGE = 5
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the top-level group."""
     group.add_command(plan_command)
     group.add_command(sync_command)
+    group.add_command(apply_command)
 
 
 def _force(full_resync: bool, only: tuple[str, ...]) -> Force:
@@ -59,6 +64,12 @@ _snapshot_option = click.option(
 _full_resync_option = click.option(
     "--full-resync", is_flag=True, help="Re-send every record of the export, changed or not."
 )
+_allow_mass_change_option = click.option(
+    "--allow-mass-change",
+    is_flag=True,
+    help="Approve a push the mass-change guard holds back (many deactivations/cancellations, "
+    "or far fewer export rows than the last successful run).",
+)
 _only_option = click.option(
     "--only",
     multiple=True,
@@ -73,17 +84,37 @@ _only_option = click.option(
 @_full_resync_option
 @_only_option
 @_snapshot_option
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the plan file (field-level differences, secrets masked; exact payloads for "
+    "`pms-sync apply`; readable by you only).",
+)
 def plan_command(
-    mapping: Path, as_json: bool, full_resync: bool, only: tuple[str, ...], snapshot: Path | None
+    mapping: Path,
+    as_json: bool,
+    full_resync: bool,
+    only: tuple[str, ...],
+    snapshot: Path | None,
+    out: Path | None,
 ) -> None:
     """Show what `sync` would send for MAPPING, without sending anything."""
     from connector.pipeline import plan_sync
+    from connector.plan_file import plan_to_file
 
     with _errors_to_exit():
         settings = load_settings(snapshot=snapshot)
-        plan = plan_sync(mapping, settings, force=_force(full_resync, only))
+        if out is None:
+            plan = plan_sync(mapping, settings, force=_force(full_resync, only))
+        else:
+            plan, verdict, plan_document = plan_to_file(
+                mapping, settings, out, force=_force(full_resync, only)
+            )
+            _print_plan_file(out, verdict, plan_document, as_json)
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     if as_json:
+        if out is not None:
+            return
         document = plan.to_json_dict() | {"backlog": backlog_json(rows)}
         click.echo(json.dumps(document, sort_keys=True))
         return
@@ -105,6 +136,7 @@ def plan_command(
 @_snapshot_option
 @_full_resync_option
 @_only_option
+@_allow_mass_change_option
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
 @click.option(
     "--rate-limit", type=click.FloatRange(min=0, min_open=True), help="Requests per second."
@@ -134,6 +166,7 @@ def sync_command(
     snapshot: Path | None,
     full_resync: bool,
     only: tuple[str, ...],
+    allow_mass_change: bool,
     concurrency: int | None,
     rate_limit: float | None,
     rate_limits: str | None,
@@ -160,16 +193,92 @@ def sync_command(
                 dry_run=dry_run,
                 force=_force(full_resync, only),
                 on_progress=on_progress,
+                allow_mass_change=allow_mass_change,
             )
+    _finish(report, settings, as_json)
+
+
+def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
     document = report.to_json_dict()
     if as_json:
         click.echo(json.dumps(document, sort_keys=True, default=str))
     else:
         _print_report(report.plan, document, settings)
+    if report.guard.changes:
+        click.secho(
+            report.guard.message(), fg="yellow" if report.guard.allowed else "red", err=True
+        )
+    for held in report.push.held_back[:20]:
+        click.echo(
+            f"  held          {held.entity} {held.account_id}/{held.record_id}: {held.reason}"
+        )
     if report.push.stopped_accounts:
         sys.exit(EXIT_AUTHENTICATION)
+    if report.guard.blocked:
+        sys.exit(EXIT_MASS_CHANGE)
     if not report.push.dry_run and not report.push.complete:
         sys.exit(EXIT_INCOMPLETE)
+
+
+@click.command("apply")
+@click.argument("plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_json_option
+@click.option("--base-url", metavar="URL", help="The service [env PMS_SYNC_BASE_URL].")
+@click.option(
+    "--snapshot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Snapshot file [default: the one the plan was made against].",
+)
+@_allow_mass_change_option
+@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
+def apply_command(
+    plan_file: Path,
+    as_json: bool,
+    base_url: str | None,
+    snapshot: Path | None,
+    allow_mass_change: bool,
+    concurrency: int | None,
+) -> None:
+    """Send exactly the plan in PLAN_FILE (from `plan --out`); refused if the snapshot changed."""
+    from connector.plan_file import apply_plan_file
+
+    with _errors_to_exit():
+        settings = load_settings(base_url=base_url, concurrency=concurrency)
+        report = apply_plan_file(
+            plan_file, settings, allow_mass_change=allow_mass_change, snapshot_path=snapshot
+        )
+    _finish(report, settings, as_json)
+
+
+def _print_plan_file(out: Path, verdict: Any, document: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(document["summary"] | {"plan_file": str(out)}, sort_keys=True))
+    else:
+        for change in document["changes"][:50]:
+            click.echo(
+                f"{change['action']:<10} {change['entity']} {change['account_id']}/"
+                f"{change['record_id']}"
+            )
+            if change["action"] == "create":
+                continue  # every field is new: the file lists them, the terminal would drown
+            for item in change["fields"][:30]:
+                click.echo(f"    {item['field']}: {_cell(item['old'])} → {_cell(item['new'])}")
+        hidden = len(document["changes"]) - 50
+        if hidden > 0:
+            click.echo(f"… and {hidden} more change(s) in {out}")
+    if verdict.changes:
+        click.secho(verdict.message(), fg="red", err=True)
+    click.echo(
+        f"plan written to {out} (differences masked; exact payloads for `pms-sync apply`: keep "
+        "the file private)",
+        err=as_json,
+    )
+
+
+def _cell(value: Any) -> str:
+    from connector.plan_diff import render_value
+
+    return render_value(value)
 
 
 def _warn_unknown_ids(plan: Plan) -> None:

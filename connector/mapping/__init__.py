@@ -13,6 +13,7 @@ from connector.mapping.model import (
     Entities,
     Mapping,
     ReservationMapping,
+    SafetySettings,
 )
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Mapping",
     "PreparedMapping",
     "ReservationMapping",
+    "SafetySettings",
     "load_mapping",
     "map_records",
     "prepare",

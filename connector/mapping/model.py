@@ -329,6 +329,46 @@ class DagsterSettings(StrictModel):
     )
 
 
+class SafetySettings(StrictModel):
+    """Safety rails of an unattended sync (docs/safety-rails.md): how much change a run may
+    push without approval, and how long an export must stay unchanged before it is read."""
+
+    max_missing_share: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Per account and entity: deactivations or cancellations above this share of "
+        "the account's known (active) records stop the account's push, unless approved "
+        "(--allow-mass-change). Either limit trips the guard.",
+    )
+    max_missing_records: int = Field(
+        default=50,
+        ge=0,
+        description="Per account and entity: more deactivations or cancellations than this stop "
+        "the account's push, whatever the share. Either limit trips the guard.",
+    )
+    max_row_drop: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Per account and entity: an export with more than this share fewer records "
+        "than at the last successful run stops the account's push, unless approved. Not applied "
+        "to runs limited to a check-in window.",
+    )
+    export_settle_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="A file export modified within this many seconds is watched that long; a "
+        "size or modification time that changes means it is still being written: nothing is "
+        "read or sent. PMS_SYNC_EXPORT_SETTLE_SECONDS overrides it.",
+    )
+    require_final_newline: bool = Field(
+        default=True,
+        description="A CSV export whose last line does not end in a newline is taken as still "
+        "being written (a partial last row): nothing is read or sent.",
+    )
+
+
 class Mapping(StrictModel):
     """A mapping file: how one PMS export becomes the service's accommodations and reservations."""
 
@@ -346,6 +386,7 @@ class Mapping(StrictModel):
     )
     entities: Entities
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
+    safety: SafetySettings = Field(default_factory=SafetySettings)
 
     _source_file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)

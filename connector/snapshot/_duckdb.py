@@ -311,6 +311,68 @@ class DuckDBSnapshot:
         )
         return RecordStatus(row[0]) if row else None
 
+    # -- reads of the safety rails (docs/safety-rails.md) -----------------------------------
+
+    def active_counts(self, entity: Entity) -> dict[str, int]:
+        """Per account: acknowledged records the service holds as active (not deactivated or
+        cancelled by the connector), the base of the mass-change guard's share."""
+        rows = self._query(
+            "SELECT account_id, count(*) AS n FROM acknowledged "
+            "WHERE entity = ? AND status = 'active' GROUP BY account_id",
+            [str(entity)],
+        )
+        return {str(a): int(n) for a, n in zip(rows["account_id"], rows["n"], strict=True)}
+
+    def payloads_of(
+        self, entity: Entity, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str]:
+        """The last acknowledged payload of each (account, record id) asked for."""
+        if not keys:
+            return {}
+        wanted = pd.DataFrame(list(keys), columns=["account_id", "record_id"]).drop_duplicates()
+        cursor = self._connection.cursor()
+        try:
+            cursor.register("wanted_frame", wanted)
+            rows = cursor.execute(
+                "SELECT a.account_id, a.record_id, a.payload FROM acknowledged AS a "
+                "JOIN wanted_frame AS w USING (account_id, record_id) WHERE a.entity = ?",
+                [str(entity)],
+            ).fetchall()
+        finally:
+            cursor.close()
+        return {(str(account), str(record)): payload for account, record, payload in rows}
+
+    def unacknowledged_dead_letters(self, entity: Entity) -> pd.DataFrame:
+        """Dead letters of records the service never acknowledged: it does not hold them."""
+        return self._query(
+            "SELECT d.account_id, d.record_id, d.http_status, d.message FROM dead_letters AS d "
+            "ANTI JOIN acknowledged AS a USING (account_id, entity, record_id) "
+            "WHERE d.entity = ? ORDER BY ALL",
+            [str(entity)],
+        )
+
+    def fingerprint(self, accounts: Sequence[str]) -> str:
+        """A digest of what the snapshot holds for these accounts: acknowledged records (hash
+        and status) and dead letters. Any acknowledgement or refusal changes it; a plan made
+        against one fingerprint is only applied against the same one."""
+        row = (
+            self._connection.cursor()
+            .execute(
+                """
+            SELECT
+                (SELECT count(*) FROM acknowledged WHERE list_contains($accounts, account_id)),
+                (SELECT coalesce(sum(hash(account_id, entity, record_id, content_hash, status)), 0)
+                 FROM acknowledged WHERE list_contains($accounts, account_id)),
+                (SELECT count(*) FROM dead_letters WHERE list_contains($accounts, account_id)),
+                (SELECT coalesce(sum(hash(account_id, entity, record_id, content_hash)), 0)
+                 FROM dead_letters WHERE list_contains($accounts, account_id))
+            """,
+                {"accounts": sorted(set(accounts))},
+            )
+            .fetchone()
+        )
+        return "-".join(str(part) for part in (row or ()))
+
     # -- helpers --------------------------------------------------------------------------
 
     def _query(self, sql: str, params: list[object] | None = None) -> pd.DataFrame:

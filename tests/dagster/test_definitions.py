@@ -64,6 +64,8 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
             ("synced_reservations", "no_new_dead_letters"),
             ("synced_reservations", "accounts_authenticated"),
             ("synced_reservations", "upcoming_arrivals_sent"),
+            ("synced_accommodations", "count_anomalies"),
+            ("synced_reservations", "count_anomalies"),
         )
     }
     hotel = dg.AssetKey(["hotel", "synced_reservations"])

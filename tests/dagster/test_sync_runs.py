@@ -9,7 +9,7 @@ import pytest
 
 from assets.factory import build_definitions
 from assets.partitions import range_tags
-from assets.resources import ServiceResource
+from assets.resources import ServiceResource, SyncChecksResource
 from connector.sandbox.testing import SandboxHandle
 from tests.dagster.exports import Export, booking, unit
 
@@ -169,6 +169,9 @@ def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
     # March's and April's stays leave the export; the run covers April only, which now holds
     # no stay at all (the account is known from the units export).
     hotel.write(UNITS, future[2:], reservations_on_missing="cancel_future")
+    # One of three known stays cancelled is a mass change for the guard: approve this run.
+    resources = {**resources, "sync_checks": SyncChecksResource(allow_mass_change=True)}
+    defs = build_definitions(hotel.folder.parent, resources)
     result = run(defs, "2027-04")
 
     assert result.success

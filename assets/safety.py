@@ -1,0 +1,102 @@
+"""The safety rails in Dagster (docs/safety-rails.md): the mass-change guard's failure and the
+``count_anomalies`` check of the synced assets. The rules themselves live in
+``connector/safety/``; this module turns a sync's report into a check result or a failure."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.metadata import SAMPLE_ROWS, markdown_table
+from assets.resources import SnapshotResource, SyncChecksResource
+from connector.contract import Entity
+from connector.pipeline import SyncReport
+from connector.plan import ACTIONS
+from connector.push import OUTCOMES, Outcome
+from connector.safety.anomalies import CurrentCounts, Severity, count_anomalies, history
+
+CHECK_COUNT_ANOMALIES = "count_anomalies"
+
+
+def anomaly_check_spec(key: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        CHECK_COUNT_ANOMALIES,
+        asset=key,
+        description=(
+            "Per account, this sync's extracted, changed and acknowledged counts stay within the "
+            "band of the recent successful runs (sync_checks.anomaly_*); an error when records "
+            "were sent and none was acknowledged."
+        ),
+    )
+
+
+def current_counts(report: SyncReport, entity: str) -> list[CurrentCounts]:
+    plan, push = report.plan, report.push
+    counts: list[CurrentCounts] = []
+    for account in plan.accounts:
+        actions = plan.counts_by(Entity(entity), account)
+        outcomes = push.by_account.get((entity, account), {})
+        rows = plan.extracted[
+            (plan.extracted["entity"] == entity) & (plan.extracted["account_id"] == account)
+        ]
+        counts.append(
+            CurrentCounts(
+                account_id=account,
+                extracted=int(rows["extracted"].sum() + rows["quarantined"].sum()),
+                changed=sum(actions[str(a)] for a in ACTIONS if str(a) != "skip"),
+                acknowledged=int(outcomes.get(str(Outcome.ACKNOWLEDGED), 0)),
+                sent=sum(int(outcomes.get(str(o), 0)) for o in OUTCOMES),
+            )
+        )
+    return counts
+
+
+def anomaly_result(
+    key: dg.AssetKey,
+    report: SyncReport,
+    entity: str,
+    snapshot: SnapshotResource,
+    sync_checks: SyncChecksResource,
+) -> dg.AssetCheckResult:
+    with snapshot.open() as store:
+        past = history(store.runs(), store.run_counts(), entity, exclude=report.run_id)
+    found = count_anomalies(current_counts(report, entity), past, sync_checks.anomaly_bands())
+    errors = [a for a in found if a.severity == Severity.ERROR]
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_COUNT_ANOMALIES,
+        passed=not found,
+        severity=dg.AssetCheckSeverity.ERROR if errors else dg.AssetCheckSeverity.WARN,
+        description="; ".join(a.message for a in found[:5]) or None,
+        metadata={
+            "anomalies": dg.MetadataValue.int(len(found)),
+            "deviations": dg.MetadataValue.md(
+                markdown_table(
+                    ("account", "metric", "this run", "median of history", "severity"),
+                    (
+                        (
+                            a.account_id,
+                            a.metric,
+                            a.value,
+                            "-" if a.baseline is None else f"{a.baseline:g}",
+                            str(a.severity),
+                        )
+                        for a in found[:SAMPLE_ROWS]
+                    ),
+                )
+            ),
+        },
+    )
+
+
+def raise_if_blocked(report: SyncReport) -> None:
+    """Fail the step when the mass-change guard withheld an account's push."""
+    if report.guard.blocked:
+        raise dg.Failure(
+            report.guard.message(),
+            metadata={
+                "blocked_accounts": dg.MetadataValue.text(
+                    ", ".join(sorted(report.guard.blocked_accounts))
+                )
+            },
+            allow_retries=False,
+        )

@@ -1,0 +1,256 @@
+"""Reviewed plans: ``pms-sync plan MAPPING --out plan.json`` then ``pms-sync apply plan.json``.
+
+A plan file has two parts, for two readers:
+
+- ``changes``: for people. One entry per request with its field-level differences (old → new
+  per field; see :mod:`connector.plan_diff`), every secret and guest contact masked. This is
+  what a reviewer reads, pastes into a ticket or diffs.
+- ``payloads``: for ``apply``. The exact canonical JSON of each request, in the same order,
+  so the push sends byte for byte what was planned (not a re-mapping of an export that may
+  have changed since). These hold door codes and guest contacts like the snapshot does: the
+  file is written readable by its owner only (0600) and must be kept like the snapshot.
+
+The file records the snapshot's fingerprint (:meth:`SnapshotStore.fingerprint`) for the
+plan's accounts. ``apply`` refuses the plan when the snapshot has changed since (another sync
+acknowledged or refused something, so the diff the plan was made from is no longer true), and
+when the file was edited after it was written (a SHA-256 digest of both parts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from connector.contract import Entity
+from connector.errors import MassChangeError, PlanFileError
+from connector.plan import CHANGE_COLUMNS, Force, Plan, build_plan
+from connector.plan_diff import field_changes
+from connector.records import DateWindow
+from connector.safety.guard import GuardRules, GuardVerdict, evaluate
+from connector.settings import SyncSettings
+from connector.snapshot import Snapshot, SnapshotStore
+
+if TYPE_CHECKING:
+    from connector.pipeline import SyncReport
+
+FORMAT = "pms-sync-plan/1"
+_TALLY_COLUMNS = ("entity", "account_id", "action", "reason", "n")
+_EXTRACTED_COLUMNS = ("entity", "account_id", "extracted", "quarantined")
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    plan: Plan
+    mapping: str
+    snapshot_location: str
+    fingerprint: str
+    guard: dict[str, Any]
+
+
+def plan_document(
+    plan: Plan, snapshot: SnapshotStore, *, mapping: str, verdict: GuardVerdict
+) -> dict[str, Any]:
+    """The plan file's content (see the module's docstring)."""
+    differences: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for change in field_changes(plan.changes, snapshot):
+        differences.setdefault((change.entity, change.account_id, change.record_id), []).append(
+            {"field": change.field, "old": change.old, "new": change.new}
+        )
+    rows = [_row(row) for row in plan.changes.loc[:, list(CHANGE_COLUMNS)].to_dict("records")]
+    changes = [
+        {
+            key: row[key]
+            for key in ("entity", "account_id", "record_id", "action", "reason", "urgency")
+        }
+        | {"fields": differences.get((row["entity"], row["account_id"], row["record_id"]), [])}
+        for row in rows
+    ]
+    document: dict[str, Any] = {
+        "format": FORMAT,
+        "mapping": mapping,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "snapshot": {
+            "location": snapshot.location,
+            "fingerprint": snapshot.fingerprint(plan.accounts),
+        },
+        "summary": plan.to_json_dict(),
+        "guard": verdict.to_json_dict(),
+        "changes": changes,
+        "payloads": rows,
+        "tally": [_row(r) for r in plan.tally.to_dict("records")],
+        "extracted": [_row(r) for r in plan.extracted.to_dict("records")],
+    }
+    document["digest"] = _digest(document)
+    return document
+
+
+def write_plan_file(path: Path, document: dict[str, Any]) -> None:
+    # Owner-only from the first byte: the payloads hold door codes and guest contacts.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=2, ensure_ascii=False, default=str)
+        handle.write("\n")
+    os.chmod(path, 0o600)
+
+
+def plan_to_file(
+    mapping_path: str | Path,
+    settings: SyncSettings,
+    out: Path,
+    *,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    today: date | None = None,
+) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
+    """Map, diff and write the plan file; sends nothing."""
+    from connector.mapping import load_mapping
+    from connector.pipeline import load_batches
+
+    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    rules = GuardRules.from_mapping(load_mapping(mapping_path))
+    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+        plan = build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
+        verdict = evaluate(plan, snapshot, rules)
+        document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
+    write_plan_file(out, document)
+    return plan, verdict, document
+
+
+def read_plan_file(path: Path) -> PlanFile:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise PlanFileError(f"cannot read the plan file {path}: {error}") from error
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise PlanFileError(f"{path} is not a pms-sync plan file (format {FORMAT})")
+    if document.get("digest") != _digest(document):
+        raise PlanFileError(
+            f"the plan file {path} was changed after it was written (its digest does not match); "
+            "make a new plan with `pms-sync plan MAPPING --out FILE`"
+        )
+    changes = pd.DataFrame(document["payloads"], columns=list(CHANGE_COLUMNS))
+    window = document["summary"].get("window")
+    force = document["summary"].get("force") or {}
+    plan = Plan(
+        changes=changes,
+        tally=pd.DataFrame(document["tally"], columns=list(_TALLY_COLUMNS)),
+        extracted=pd.DataFrame(document["extracted"], columns=list(_EXTRACTED_COLUMNS)),
+        window=(
+            DateWindow(date.fromisoformat(window["start"]), date.fromisoformat(window["end"]))
+            if window
+            else None
+        ),
+        force=Force(
+            full_resync=bool(force.get("full_resync")),
+            only_ids=frozenset(force["only_ids"]) if force.get("only_ids") else None,
+        ),
+        # The owner recorded for what apply acknowledges, as a sync of the mapping would.
+        connection=document["summary"].get("connection"),
+    )
+    return PlanFile(
+        plan=plan,
+        mapping=str(document["mapping"]),
+        snapshot_location=str(document["snapshot"]["location"]),
+        fingerprint=str(document["snapshot"]["fingerprint"]),
+        guard=document["guard"],
+    )
+
+
+def check_applicable(plan_file: PlanFile, snapshot: SnapshotStore, *, allow: bool) -> None:
+    """Refuse a stale plan, and a plan the guard held back unless approved."""
+    now = snapshot.fingerprint(plan_file.plan.accounts)
+    if now != plan_file.fingerprint:
+        raise PlanFileError(
+            f"the snapshot {snapshot.location} changed since the plan was made (another sync "
+            f"acknowledged or refused records of account(s) "
+            f"{', '.join(plan_file.plan.accounts)}): the plan no longer describes what would "
+            "change. Nothing was sent; make a new plan with `pms-sync plan MAPPING --out FILE`"
+        )
+    blocked = plan_file.guard.get("blocked_accounts") or []
+    if blocked and not allow:
+        raise MassChangeError(
+            f"{plan_file.guard.get('message', 'the mass-change guard held this plan back')} "
+            "(for a reviewed plan: `pms-sync apply PLAN --allow-mass-change`)"
+        )
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    """JSON-friendly values: dates as ISO text, missing as None, numpy ints as int."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None or (not isinstance(value, (str, list, dict)) and pd.isna(value)):
+            out[key] = None
+        elif isinstance(value, (pd.Timestamp, datetime, date)):
+            out[key] = pd.Timestamp(value).date().isoformat()
+        elif hasattr(value, "item"):
+            out[key] = value.item()
+        else:
+            out[key] = value
+    return out
+
+
+def _digest(document: dict[str, Any]) -> str:
+    content = {key: value for key, value in document.items() if key != "digest"}
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def apply_plan_file(
+    path: Path,
+    settings: SyncSettings,
+    *,
+    allow_mass_change: bool = False,
+    snapshot_path: Path | None = None,
+) -> SyncReport:
+    """Push exactly the plan file's payloads and record the run; returns a SyncReport.
+
+    The snapshot is the one named by ``snapshot_path`` (CLI ``--snapshot``), else the one the
+    plan was made against. Parent-failure holdback applies as in any push.
+    """
+    import uuid
+
+    from connector.client import ServiceClient
+    from connector.pipeline import SyncReport, _dead_letter_summary, _now, _record_run
+    from connector.push import push_plan
+
+    plan_file = read_plan_file(path)
+    started = _now()
+    location = snapshot_path or Path(plan_file.snapshot_location)
+    with Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot:
+        check_applicable(plan_file, snapshot, allow=allow_mass_change)
+        result = push_plan(
+            plan_file.plan,
+            ServiceClient(settings.client, settings.tokens),
+            snapshot,
+            options=settings.push,
+        )
+        report = SyncReport(
+            run_id=uuid.uuid4().hex,
+            mapping=plan_file.mapping,
+            started_at=started,
+            finished_at=_now(),
+            plan=plan_file.plan,
+            push=result,
+            snapshot=snapshot.location,
+            dead_letters=_dead_letter_summary(snapshot),
+        )
+        _record_run(snapshot, report)
+    return report

@@ -1,0 +1,240 @@
+"""The mass-change guard: a plan that would remove or lose too much of an account is not pushed.
+
+A truncated export, a PMS that exported one hotel instead of two, a filter typo: each reads as
+"these records are gone" and would deactivate units or cancel stays by the hundred. Before a
+push, per account and entity, the guard compares the plan with the snapshot and the run history:
+
+- **missing**: deactivations plus cancellations trip the guard when they are more than
+  ``max_missing_share`` of the account's known active records **or** more than
+  ``max_missing_records`` (whichever limit is lower for that account decides; defaults 5 % and
+  50). Zero such changes never trip it.
+- **row drop**: the export's rows for the account (records plus quarantined rows) trip it when
+  they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %).
+  Skipped for reservations of a run limited to a check-in window, whose row count depends on
+  the window.
+
+An account that trips either rule gets nothing pushed, in any entity of the run; the other
+accounts go ahead. ``allow_mass_change`` (CLI ``--allow-mass-change``, Dagster
+``sync_checks.allow_mass_change``) is the approval that sends the plan as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+import pandas as pd
+
+from connector.contract import Entity
+from connector.plan import Plan
+from connector.records import DateWindow
+from connector.snapshot import SnapshotStore
+
+SUCCESSFUL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "incomplete"})
+"""Runs whose counts are a baseline: they read a full export and pushed it (dry runs,
+blocked runs and broken runs are left out, so a truncated export never becomes the baseline)."""
+
+APPROVAL_HINT = (
+    "If this is intended, approve it: run again with --allow-mass-change (Dagster: launch the "
+    "run with resources.sync_checks.config.allow_mass_change: true)"
+)
+
+
+class MassChangeRule(StrEnum):
+    MISSING = "missing"  # deactivations + cancellations against known records
+    ROW_DROP = "row_drop"  # export rows against the last successful run
+
+
+@dataclass(frozen=True)
+class GuardRules:
+    """Thresholds of the guard; a mapping's ``safety:`` section sets them."""
+
+    max_missing_share: float = 0.05
+    max_missing_records: int = 50
+    max_row_drop: float = 0.3
+
+    @classmethod
+    def from_mapping(cls, mapping: object) -> GuardRules:
+        safety = getattr(mapping, "safety", None)
+        if safety is None:
+            return cls()
+        return cls(
+            max_missing_share=safety.max_missing_share,
+            max_missing_records=safety.max_missing_records,
+            max_row_drop=safety.max_row_drop,
+        )
+
+    def missing_trips(self, missing: int, known: int) -> bool:
+        """More than the share of known records, or more than the count: either trips."""
+        if missing <= 0:
+            return False
+        return missing > self.max_missing_records or missing > self.max_missing_share * known
+
+    def row_drop_trips(self, rows: int, previous: int) -> bool:
+        if previous <= 0:
+            return False
+        return (previous - rows) / previous > self.max_row_drop
+
+
+@dataclass(frozen=True)
+class MassChange:
+    """One account and entity over a limit, with the numbers the message names."""
+
+    account_id: str
+    entity: str
+    rule: MassChangeRule
+    count: int  # missing: records to deactivate/cancel; row_drop: rows in this export
+    base: int  # missing: known active records; row_drop: rows at the last successful run
+    rules: GuardRules
+
+    def describe(self) -> str:
+        share = self.count / self.base if self.base else 1.0
+        if self.rule == MassChangeRule.MISSING:
+            verb = "deactivated" if self.entity == Entity.ACCOMMODATION else "cancelled"
+            return (
+                f"account {self.account_id!r}: {self.count} of {self.base} known "
+                f"{self.entity} records would be {verb} ({share:.1%}; limit: more than "
+                f"{self.rules.max_missing_share:.0%} or more than "
+                f"{self.rules.max_missing_records} records)"
+            )
+        drop = 1 - share
+        return (
+            f"account {self.account_id!r}: the export has {self.count} {self.entity} rows, "
+            f"{drop:.1%} fewer than the {self.base} of the last successful run (limit: "
+            f"{self.rules.max_row_drop:.0%} fewer)"
+        )
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    changes: tuple[MassChange, ...] = ()
+    allowed: bool = False  # approved: pushed anyway
+
+    @property
+    def blocked_accounts(self) -> frozenset[str]:
+        return frozenset() if self.allowed else frozenset(c.account_id for c in self.changes)
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.blocked_accounts)
+
+    def message(self) -> str:
+        if not self.changes:
+            return ""
+        listed = "; ".join(change.describe() for change in self.changes)
+        if self.allowed:
+            return f"mass change approved (--allow-mass-change): {listed}"
+        accounts = ", ".join(repr(a) for a in sorted(self.blocked_accounts))
+        return (
+            f"mass-change guard: {listed}. Nothing was pushed for account(s) {accounts}; "
+            f"this looks like a truncated or partial export. {APPROVAL_HINT}."
+        )
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "allowed": self.allowed,
+            "blocked_accounts": sorted(self.blocked_accounts),
+            "changes": [
+                {
+                    "account_id": c.account_id,
+                    "entity": c.entity,
+                    "rule": str(c.rule),
+                    "count": c.count,
+                    "base": c.base,
+                }
+                for c in self.changes
+            ],
+            "message": self.message(),
+        }
+
+
+def evaluate(
+    plan: Plan,
+    snapshot: SnapshotStore,
+    rules: GuardRules | None = None,
+    *,
+    allow: bool = False,
+) -> GuardVerdict:
+    """The accounts of the plan over a limit (all of them listed, also when approved)."""
+    rules = rules or GuardRules()
+    found = _missing(plan, snapshot, rules) + _row_drops(plan, snapshot, rules, plan.window)
+    found.sort(key=lambda change: (change.account_id, change.entity, str(change.rule)))
+    return GuardVerdict(changes=tuple(found), allowed=allow)
+
+
+def withhold(plan: Plan, accounts: Collection[str]) -> Plan:
+    """The plan without any change of these accounts (what is pushed when they are blocked)."""
+    if not accounts or not len(plan.changes):
+        return plan
+    keep = ~plan.changes["account_id"].isin(list(accounts))
+    return replace(plan, changes=plan.changes.loc[keep].reset_index(drop=True))
+
+
+def _missing(plan: Plan, snapshot: SnapshotStore, rules: GuardRules) -> list[MassChange]:
+    found: list[MassChange] = []
+    tally = plan.tally
+    if not len(tally):
+        return found
+    reconciled = tally[tally["action"].isin(["deactivate", "cancel"])]
+    for entity, rows in reconciled.groupby("entity"):
+        known = snapshot.active_counts(Entity(str(entity)))
+        for account, n in rows.groupby("account_id")["n"].sum().items():
+            if rules.missing_trips(int(n), known.get(str(account), 0)):
+                found.append(
+                    MassChange(
+                        str(account),
+                        str(entity),
+                        MassChangeRule.MISSING,
+                        int(n),
+                        known.get(str(account), 0),
+                        rules,
+                    )
+                )
+    return found
+
+
+def last_successful_rows(snapshot: SnapshotStore) -> pd.DataFrame:
+    """Per (account, entity): rows (extracted + quarantined) of its last successful run."""
+    runs = snapshot.runs()
+    if runs.empty:
+        return pd.DataFrame(columns=["account_id", "entity", "rows"])
+    good = runs[runs["status"].isin(SUCCESSFUL_RUN_STATUSES) & ~runs["dry_run"].astype(bool)]
+    counts = snapshot.run_counts()
+    counts = counts.merge(good[["run_id", "started_at"]], on="run_id")
+    if counts.empty:
+        return pd.DataFrame(columns=["account_id", "entity", "rows"])
+    counts = counts.assign(rows=counts["extracted"] + counts["quarantined"])
+    # An entity the run did not read has no rows; only runs that read it are a baseline.
+    counts = counts[counts["rows"] > 0]
+    latest = counts.sort_values("started_at").groupby(["account_id", "entity"]).tail(1)
+    return latest.loc[:, ["account_id", "entity", "rows"]].reset_index(drop=True)
+
+
+def _row_drops(
+    plan: Plan, snapshot: SnapshotStore, rules: GuardRules, window: DateWindow | None
+) -> list[MassChange]:
+    if not len(plan.extracted):
+        return []
+    previous = {
+        (str(a), str(e)): int(r)
+        for a, e, r in last_successful_rows(snapshot).itertuples(index=False)
+    }
+    found: list[MassChange] = []
+    for row in plan.extracted.itertuples(index=False):
+        if window is not None and row.entity == Entity.RESERVATION:
+            continue
+        rows = int(row.extracted) + int(row.quarantined)
+        before = previous.get((str(row.account_id), str(row.entity)), 0)
+        if rules.row_drop_trips(rows, before):
+            found.append(
+                MassChange(
+                    str(row.account_id),
+                    str(row.entity),
+                    MassChangeRule.ROW_DROP,
+                    rows,
+                    before,
+                    rules,
+                )
+            )
+    return found
