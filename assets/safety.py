@@ -58,7 +58,13 @@ def anomaly_result(
     sync_checks: SyncChecksResource,
 ) -> dg.AssetCheckResult:
     with snapshot.open() as store:
-        past = history(store.runs(), store.run_counts(), entity, exclude=report.run_id)
+        past = history(
+            store.runs(),
+            store.run_counts(),
+            entity,
+            exclude=report.run_id,
+            connection=report.plan.connection,
+        )
     found = count_anomalies(current_counts(report, entity), past, sync_checks.anomaly_bands())
     errors = [a for a in found if a.severity == Severity.ERROR]
     return dg.AssetCheckResult(

@@ -351,6 +351,7 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
             requests=push.requests,
             status=report.status,
             counts=tuple(counts),
+            connection=plan.connection,
         )
     )
 

@@ -23,7 +23,7 @@ from enum import StrEnum
 
 import pandas as pd
 
-from connector.safety.guard import SUCCESSFUL_RUN_STATUSES
+from connector.safety.guard import SUCCESSFUL_RUN_STATUSES, runs_of_connection
 
 
 class Severity(StrEnum):
@@ -62,10 +62,15 @@ class Anomaly:
 
 
 def history(
-    runs: pd.DataFrame, run_counts: pd.DataFrame, entity: str, exclude: str
+    runs: pd.DataFrame,
+    run_counts: pd.DataFrame,
+    entity: str,
+    exclude: str,
+    connection: str | None = None,
 ) -> pd.DataFrame:
-    """Per account: the successful runs' counts of this entity, newest first."""
+    """Per account: the connection's successful runs' counts of this entity, newest first."""
     columns = ["account_id", "started_at", "extracted", "changed", "acknowledged"]
+    runs = runs_of_connection(runs, connection)
     if runs.empty or run_counts.empty:
         return pd.DataFrame(columns=columns)
     good = runs[

@@ -194,9 +194,18 @@ def _missing(plan: Plan, snapshot: SnapshotStore, rules: GuardRules) -> list[Mas
     return found
 
 
-def last_successful_rows(snapshot: SnapshotStore) -> pd.DataFrame:
-    """Per (account, entity): rows (extracted + quarantined) of its last successful run."""
-    runs = snapshot.runs()
+def runs_of_connection(runs: pd.DataFrame, connection: str | None) -> pd.DataFrame:
+    """The runs of one connection (runs of unnamed library calls when ``connection`` is None)."""
+    if runs.empty or "connection" not in runs.columns:
+        return runs
+    if connection is None:
+        return runs[runs["connection"].isna()]
+    return runs[runs["connection"] == connection]
+
+
+def last_successful_rows(snapshot: SnapshotStore, connection: str | None) -> pd.DataFrame:
+    """Per (account, entity): rows (extracted + quarantined) of the connection's last successful run."""
+    runs = runs_of_connection(snapshot.runs(), connection)
     if runs.empty:
         return pd.DataFrame(columns=["account_id", "entity", "rows"])
     good = runs[runs["status"].isin(SUCCESSFUL_RUN_STATUSES) & ~runs["dry_run"].astype(bool)]
@@ -218,7 +227,7 @@ def _row_drops(
         return []
     previous = {
         (str(a), str(e)): int(r)
-        for a, e, r in last_successful_rows(snapshot).itertuples(index=False)
+        for a, e, r in last_successful_rows(snapshot, plan.connection).itertuples(index=False)
     }
     found: list[MassChange] = []
     for row in plan.extracted.itertuples(index=False):

@@ -259,7 +259,11 @@ class DuckDBSnapshot:
     def record_run(self, run: RunRecord) -> None:
         with self._transaction() as cursor:
             cursor.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                """
+                INSERT OR REPLACE INTO runs (run_id, mapping, accounts, started_at, finished_at,
+                                             duration_s, dry_run, requests, status, connection)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
                 [
                     run.run_id,
                     run.mapping,
@@ -270,6 +274,7 @@ class DuckDBSnapshot:
                     run.dry_run,
                     run.requests,
                     run.status,
+                    run.connection,
                 ],
             )
             if run.counts:

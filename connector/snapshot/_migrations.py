@@ -122,6 +122,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        5,
+        "the connection of each run",
+        (
+            # Baselines (the mass-change guard's last successful run, the count-anomaly
+            # history) compare a connection with its own past runs: two mappings feeding one
+            # account must not be read as one export shrinking. Runs recorded before this step
+            # have no connection and only serve as baselines of unnamed (library) runs.
+            "ALTER TABLE runs ADD COLUMN connection VARCHAR",
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -117,6 +117,7 @@ class RunRecord:
     requests: int
     status: str  # succeeded | incomplete | failed
     counts: tuple[RunCounts, ...] = ()
+    connection: str | None = None  # the mapping name (``mapping.name``) the run synced
 
     @property
     def duration_s(self) -> float:

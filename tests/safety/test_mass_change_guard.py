@@ -86,3 +86,21 @@ def test_a_half_written_export_is_refused_before_anything_is_read(
     assert result.exit_code == 1
     assert "units.csv does not end with a newline" in result.stderr
     assert sync_requests(clean_sandbox) == 0
+
+
+def test_connections_sharing_an_account_are_each_compared_with_their_own_runs(
+    clean_sandbox: SandboxHandle, export: Export, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    smaller = Export(tmp_path / "mappings" / "annex", "annex")
+    smaller.write([unit(n) for n in range(101, 111)], None)  # 10 other units, same account
+    assert pms_sync(clean_sandbox, state, "sync", str(export.mapping)).exit_code == 0
+
+    annex = pms_sync(clean_sandbox, state, "sync", str(smaller.mapping), "--json")
+    again = pms_sync(clean_sandbox, state, "sync", str(export.mapping), "--json")
+
+    # Neither run reads the other connection's 20 or 10 units as its own export shrinking.
+    assert annex.exit_code == 0, annex.stderr
+    assert document(annex)["counts"]["create"] == 10
+    assert again.exit_code == 0, again.stderr
+    assert document(again)["counts"]["deactivate"] == 0
