@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from connector.client import ServiceClient
+from connector.client import ServiceClient, ensure_reachable
 from connector.contract import Entity
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
@@ -191,6 +191,8 @@ def sync_batches(
     """Plan and push records that are already mapped (the mapping engine's output, or built)."""
     started = started_at or _now()
     run_id = uuid.uuid4().hex
+    if not dry_run:
+        ensure_reachable(settings.client)  # a service down at the start: one clear error
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
         plan = build_plan(snapshot, batches, policy=policy, window=window, force=force, today=today)
         client = ServiceClient(settings.client, settings.tokens)

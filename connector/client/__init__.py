@@ -17,6 +17,7 @@ from connector.client._openapi import (
     OpenApiClient,
     TokenCache,
 )
+from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
 
@@ -32,12 +33,14 @@ __all__ = [
     "RateLimiter",
     "RetryPolicy",
     "ServiceClient",
+    "ServiceUnreachableError",
     "SyncAttempts",
     "TokenBucket",
     "TokenCache",
     "TokenPlacement",
     "Transport",
     "Unlimited",
+    "ensure_reachable",
     "limiter_for",
     "mask_message",
     "parse_retry_after",
