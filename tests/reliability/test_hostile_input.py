@@ -35,12 +35,14 @@ ROWS = {
     "S-EXP": ("Exp", "2027-02-01", "2e0"),
     "S-ZERO-DATE": ("Zero", "0000-00-00", "2"),
     "S-FEB31": ("Feb", "31.02.2025", "2"),
+    "S-YEAR-2925": ("Typo", "2925-02-01", "2"),  # crashed the whole mapping run before
     "S-NEGATIVE": ("Neg", "2027-02-01", "-2"),
     "S-FRACTION": ("Frac", "2027-02-01", "2.5"),
 }
 QUARANTINED = {
     "S-ZERO-DATE": "checkin",
     "S-FEB31": "checkin",
+    "S-YEAR-2925": "checkin",
     "S-NEGATIVE": "adults",
     "S-FRACTION": "adults",
 }
@@ -55,7 +57,7 @@ def hostile_export(folder: Path) -> Path:
             "email": "guest@example.org",
             "unit_id": "U1",
             "arrival": arrival,
-            "departure": "2027-02-04",
+            "departure": "2927-02-04" if arrival.startswith("2925") else "2027-02-04",
             "adults": adults,
         }
     # The same id twice with different content: neither row wins, both are quarantined. (Rows
@@ -109,7 +111,7 @@ def test_a_sync_of_a_hostile_export_delivers_every_valid_record_exactly(
 
     report = json.loads(result.output)
     assert result.exit_code == 0, result.output
-    assert report["quarantine"] == {"accommodation": 1, "reservation": 5}
+    assert report["quarantine"] == {"accommodation": 1, "reservation": 6}
     held = {r["id"]: r["resource"] for r in clean_sandbox.records(ACCOUNT, "reservation")}
     assert held["S-FORMULA"]["primaryGuest"]["firstName"] == FORMULA
     assert held["S-CONTROL"]["primaryGuest"]["firstName"] == CONTROL
