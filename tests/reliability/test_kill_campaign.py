@@ -6,8 +6,8 @@ The source changes before every run (seeded random adds, changes and removals of
 stays), so every killed run has work to lose. Kill times are drawn from a fixed seed across the
 measured duration of an unkilled run; where a kill lands also depends on the machine's load,
 so the campaign keeps going until PMS_SYNC_KILL_POINTS kills have landed inside a
-run. `make test` lands 10 (≈ 35 s on the loaded 2-core machine), `make soak` 40; a run of
-20 takes ≈ 75 s.
+run. `make test` lands 10 (20-35 s on the 2-core machine, by its load), `make soak` 40; a
+run of 20 took 72 s on the loaded machine.
 """
 
 from __future__ import annotations
