@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from connector.budget import BacklogRow, backlog, backlog_json
-from connector.client import ServiceClient, Window, effective_windows
+from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
@@ -252,6 +252,8 @@ def sync_batches(
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
+    if not dry_run:
+        ensure_reachable(settings.client)  # a service down at the start: one clear error
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
         plan = build_plan(
             snapshot,

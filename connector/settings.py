@@ -17,7 +17,7 @@ environment variable, else from the default:
 | read timeout, seconds | PMS_SYNC_TIMEOUT | 30 |
 | token placement (comma list of x-wishbox-auth-token, bearer, apiToken) | PMS_SYNC_TOKEN_PLACEMENT | x-wishbox-auth-token,bearer |
 | HTTP transport (aiohttp, httpx) | PMS_SYNC_TRANSPORT | aiohttp |
-| TLS verification (0 turns it off) | PMS_SYNC_VERIFY_TLS | 1 |
+| base URLs whose TLS certificate is not verified (comma list) | PMS_SYNC_INSECURE_TLS_FOR | none |
 """
 
 from __future__ import annotations
@@ -86,8 +86,7 @@ def load_settings(
             rate_windows=_windows(rate_limits or env.get("PMS_SYNC_RATE_LIMITS")),
             read_timeout=_float(env, "PMS_SYNC_TIMEOUT", 30.0) or 30.0,
             retry=retry,
-            verify_tls=env.get("PMS_SYNC_VERIFY_TLS", "1").strip().lower()
-            not in ("0", "false", "no"),
+            insecure_tls_hosts=_insecure_tls_hosts(env),
         )
     except ValueError as error:
         raise ConfigError(f"invalid service setting: {error}") from error
@@ -134,6 +133,25 @@ def load_tokens_file(path: Path) -> dict[str, str]:
             f"e.g. {{acc-1: <token>}}"
         )
     return {str(account): str(value) for account, value in content.items()}
+
+
+def _insecure_tls_hosts(env: Mapping[str, str]) -> frozenset[str]:
+    """Base URLs named in PMS_SYNC_INSECURE_TLS_FOR; a blanket "off" is refused, not guessed."""
+    if env.get("PMS_SYNC_VERIFY_TLS", "").strip().lower() in ("0", "false", "no", "off"):
+        raise ConfigError(
+            "PMS_SYNC_VERIFY_TLS is not supported: TLS verification cannot be turned off for "
+            "every host; name the one base URL instead, e.g. "
+            "PMS_SYNC_INSECURE_TLS_FOR=https://pms.internal:8443"
+        )
+    raw = env.get("PMS_SYNC_INSECURE_TLS_FOR", "")
+    urls = frozenset(part.strip() for part in raw.split(",") if part.strip())
+    for url in urls:
+        if not url.lower().startswith("https://"):
+            raise ConfigError(
+                f"PMS_SYNC_INSECURE_TLS_FOR names base URLs such as https://pms.internal:8443, "
+                f"got {url!r}"
+            )
+    return urls
 
 
 def _placement(value: str | None) -> frozenset[TokenPlacement]:

@@ -20,6 +20,7 @@ _FAULT_OPTIONS = {
     "latency_ms": "latency_ms",
     "timeout_rate": "timeout_rate",
     "timeout_s": "timeout_s",
+    "drop_rate": "drop_rate",
     "fail_next": "fail_next",
     "seed": "seed",
 }
@@ -48,6 +49,9 @@ _FAULT_OPTIONS = {
 @click.option("--latency-ms", type=float, help="Delay added to every request.")
 @click.option("--timeout-rate", type=float, help="Fraction of requests that hang.")
 @click.option("--timeout-s", type=float, help="How long a hanging request hangs before a 504.")
+@click.option(
+    "--drop-rate", type=float, help="Fraction processed whose answer is lost (connection drops)."
+)
 @click.option("--fail-next", type=int, help="Answer the next N requests with 500.")
 @click.option("--seed", type=int, help="Seed of the fault draws.")
 @click.option(

@@ -28,6 +28,7 @@ from connector.client._openapi import (
     OpenApiClient,
     TokenCache,
 )
+from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._shared import limiter_key, load_shared_state, save_shared_state
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
@@ -45,6 +46,7 @@ __all__ = [
     "RateLimiter",
     "RetryPolicy",
     "ServiceClient",
+    "ServiceUnreachableError",
     "SyncAttempts",
     "TokenBucket",
     "TokenCache",
@@ -54,6 +56,7 @@ __all__ = [
     "Window",
     "WindowLimiter",
     "effective_windows",
+    "ensure_reachable",
     "estimate_seconds",
     "limiter_for",
     "limiter_key",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -68,7 +69,9 @@ class ClientConfig:
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    verify_tls: bool = True
+    # TLS certificates are always verified, except for a base URL named here on purpose (a
+    # PMS-side test server with a self-signed certificate). There is no blanket switch.
+    insecure_tls_hosts: frozenset[str] = frozenset()
     trust_env: bool = True  # proxy variables (HTTPS_PROXY, NO_PROXY) and SSL_CERT_FILE
 
     def __post_init__(self) -> None:
@@ -76,6 +79,21 @@ class ClientConfig:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.rate_limit is not None and self.rate_limit <= 0:
             raise ValueError(f"rate limit must be positive, got {self.rate_limit}")
+
+    @property
+    def verify_tls(self) -> bool:
+        """False only when this client's base URL is one of ``insecure_tls_hosts``."""
+        return normalize_base_url(self.base_url) not in {
+            normalize_base_url(url) for url in self.insecure_tls_hosts
+        }
+
+
+def normalize_base_url(url: str) -> str:
+    """``HTTPS://Host:8443/`` → ``https://host:8443``: the form base URLs are compared in."""
+    parts = urllib.parse.urlsplit(url.strip())
+    return urllib.parse.urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", "")
+    )
 
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")

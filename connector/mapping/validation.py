@@ -30,6 +30,10 @@ DUPLICATE_REASON = "duplicate key with conflicting content"
 MISSING_REASON = "missing required value"
 
 
+SUPPORTED_DATES = ("1677-09-22", "2262-04-11")
+"""The dates pandas' datetime64[ns] can hold (the plan's check-in/check-out columns)."""
+
+
 @dataclass
 class MappedRows:
     """One row per candidate record, as the entity query returns them."""
@@ -161,6 +165,13 @@ class RecordValidator:
                     path, reason, value = _describe(problem)
                     quarantine.add(account_id, record_id, source, numbers, path, reason, value)
                 continue
+            beyond = _beyond_supported_dates(rows.checkin[index], rows.checkout[index])
+            if beyond:
+                field, value = beyond
+                quarantine.add(
+                    account_id, record_id, source, numbers, field, DATE_RANGE_REASON, value
+                )
+                continue
             data = resource.to_json_dict()
             payload = canonical_json(data)
             if self.volatile:
@@ -198,3 +209,26 @@ class RecordValidator:
             else empty_quarantine()
         )
         return MappedRecords(entity=self.entity, records=records, quarantine=quarantined)
+
+
+DATE_RANGE_REASON = (
+    f"a stay date outside {SUPPORTED_DATES[0]}..{SUPPORTED_DATES[1]} (most likely a typo in "
+    f"the year); the snapshot's date columns cannot hold it"
+)
+
+
+def _beyond_supported_dates(checkin: object, checkout: object) -> tuple[str, str] | None:
+    """(field, value) of a stay date pandas' nanosecond timestamps cannot represent.
+
+    Without this check one such date (a typo like 2925-01-01) crashed the whole mapping run.
+    """
+    for member, value in (
+        ("unitReservations.checkin", checkin),
+        ("unitReservations.checkout", checkout),
+    ):
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        text = str(value)[:10]
+        if not SUPPORTED_DATES[0] <= text <= SUPPORTED_DATES[1]:
+            return member, str(value)
+    return None

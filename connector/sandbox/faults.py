@@ -34,6 +34,12 @@ class FaultSettings(BaseModel):
         gt=0,
         description="How long a timed-out request hangs (or until the client gives up); then 504.",
     )
+    drop_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Fraction processed (and stored) whose answer is lost: the connection drops.",
+    )
     fail_next: int = Field(default=0, ge=0, description="Answer the next N requests with an error.")
     fail_next_status: Literal[429, 500, 502, 503] = Field(
         default=500, description="Status of the fail_next errors."
@@ -42,8 +48,10 @@ class FaultSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rates_fit_one_draw(self) -> Self:
-        if self.error_rate + self.rate_limit_rate + self.timeout_rate > 1:
-            raise ValueError("error_rate + rate_limit_rate + timeout_rate must not exceed 1")
+        if self.error_rate + self.rate_limit_rate + self.timeout_rate + self.drop_rate > 1:
+            raise ValueError(
+                "error_rate + rate_limit_rate + timeout_rate + drop_rate must not exceed 1"
+            )
         return self
 
     @property
@@ -53,6 +61,7 @@ class FaultSettings(BaseModel):
             or self.rate_limit_rate
             or self.latency_ms
             or self.timeout_rate
+            or self.drop_rate
             or self.fail_next
         )
 
@@ -61,6 +70,7 @@ class FaultKind(StrEnum):
     ERROR = "error"
     RATE_LIMIT = "rate_limit"
     TIMEOUT = "timeout"
+    DROP = "drop"  # processed, then the connection closes before the answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,4 +134,7 @@ class FaultInjector:
                 return FaultDecision(
                     latency_s, Fault(FaultKind.RATE_LIMIT, 429, settings.retry_after_s)
                 )
+            draw -= settings.rate_limit_rate
+            if draw < settings.drop_rate:
+                return FaultDecision(latency_s, Fault(FaultKind.DROP, 0))
             return FaultDecision(latency_s, None)

@@ -53,6 +53,8 @@ class SandboxMiddleware:
                 await asyncio.sleep(decision.latency_s)
             if decision.fault is None:
                 await self.app(scope, receive, send_with_request_id)
+            elif decision.fault.kind is FaultKind.DROP:
+                status = await _drop_answer(self.app, scope, receive, send)
             else:
                 status = await self._inject(decision.fault, scope, receive, send_with_request_id)
         finally:
@@ -90,6 +92,24 @@ class SandboxMiddleware:
             )
         await response(scope, receive, send)
         return fault.status
+
+
+async def _drop_answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int:
+    """Process the request (it is stored), then lose the answer: the status line goes out with
+    a body that never follows, and uvicorn closes the connection when the app returns with the
+    response incomplete. The client sees a broken connection after the write happened."""
+    status = 0
+
+    async def swallow(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, swallow)
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"64")]}
+    )
+    return status or CLIENT_CLOSED_REQUEST
 
 
 async def _client_gave_up(receive: Receive, timeout_s: float, state: SandboxState) -> bool:

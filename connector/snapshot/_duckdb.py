@@ -9,6 +9,7 @@ process to finish instead of failing at once. Dagster serialises runs on one fil
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -395,10 +396,10 @@ class DuckDBSnapshot:
             yield cursor
             cursor.execute("COMMIT")
         except duckdb.Error as error:
-            cursor.execute("ROLLBACK")
+            _rollback(cursor)
             raise SnapshotError(f"cannot write the snapshot {self.location}: {error}") from error
         except BaseException:
-            cursor.execute("ROLLBACK")
+            _rollback(cursor)
             raise
         finally:
             cursor.close()
@@ -438,6 +439,13 @@ def _refuse_duplicates(cursor: duckdb.DuckDBPyConnection, entity: Entity) -> Non
             f"the {entity} records hold the same id more than once ({listed}); "
             f"each (account, id) must appear once per run"
         )
+
+
+def _rollback(cursor: duckdb.DuckDBPyConnection) -> None:
+    # A failed COMMIT (a full disk) has already ended the transaction: a ROLLBACK would raise
+    # "no transaction is active" and hide the error that says what went wrong.
+    with contextlib.suppress(duckdb.Error):
+        cursor.execute("ROLLBACK")
 
 
 def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import csv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,9 @@ class CsvSource(Source):
     def _header(self, path: Path) -> list[str]:
         try:
             frame = pd.read_csv(path, nrows=0, **self._pandas_options())
-        except (UnicodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        except UnicodeError:
+            raise self._undecodable(path) from None
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
             raise SourceError(
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
@@ -120,8 +123,10 @@ class CsvSource(Source):
                 with reader:
                     for chunk in reader:
                         yield path.name, chunk.astype(object).where(chunk.notna(), None)
-            except (UnicodeError, pd.errors.ParserError) as error:
-                raise SourceError(f"cannot read {path.name}: {error}", source=self.name) from None
+            except UnicodeError:
+                raise self._undecodable(path) from None
+            except pd.errors.ParserError as error:
+                raise self._malformed(path, error) from None
 
     def _load_with_duckdb(
         self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str]
@@ -157,7 +162,67 @@ class CsvSource(Source):
                 )
                 total += connection.execute("SELECT count(*) FROM _pms_sync_stage").fetchone()[0]
             except duckdb.Error as error:
-                raise SourceError(f"cannot read {path.name}: {error}", source=self.name) from None
+                raise self._malformed(path, error) from None
             finally:
                 connection.execute("DROP TABLE IF EXISTS _pms_sync_stage")
         return total
+
+    # ------------------------------------------------------------------ diagnosis
+    # Only on the error path: the readers' own messages name a byte offset or a parser state;
+    # the operator needs the row, and a hint of what to change.
+
+    def _undecodable(self, path: Path) -> SourceError:
+        with path.open("rb") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                try:
+                    line.decode(self.codec)
+                except UnicodeError as error:
+                    return SourceError(
+                        f"{path.name} line {line_number} is not valid {self.codec} "
+                        f"(byte {line[error.start : error.start + 1]!r}); set the input's "
+                        f"`encoding:` (e.g. latin-1, cp1252) to the one the PMS writes",
+                        source=self.name,
+                        row=self._row_of(line_number),
+                    )
+        return SourceError(f"{path.name} is not valid {self.codec}", source=self.name)
+
+    def _malformed(self, path: Path, error: Exception) -> SourceError:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        found = self._first_malformed_line(path)
+        if found is None:
+            return SourceError(f"cannot read {path.name}: {first_line}", source=self.name)
+        line_number, problem = found
+        return SourceError(
+            f"{path.name} is not well-formed CSV at line {line_number}: {problem} (was the "
+            f"export cut off or edited by hand?); nothing of this input was used",
+            source=self.name,
+            row=self._row_of(line_number),
+        )
+
+    def _first_malformed_line(self, path: Path) -> tuple[int, str] | None:
+        with path.open(encoding=self.codec, errors="replace", newline="") as handle:
+            reader = csv.reader(
+                handle,
+                delimiter=self.delimiter,
+                quotechar=self.quote,
+                escapechar=self.escape,
+                strict=True,
+            )
+            width = None
+            try:
+                for fields in reader:
+                    if reader.line_num <= self.header_row - 1 or not fields:
+                        continue
+                    if width is None:
+                        width = len(fields)
+                    elif len(fields) != width:
+                        return reader.line_num, f"{len(fields)} fields where the header has {width}"
+            except csv.Error as error:
+                return reader.line_num, str(error)
+        return None
+
+    def _row_of(self, line_number: int) -> int | None:
+        """The data row (1 = the first after the header) of a physical line, as quarantine
+        entries count rows; None for the header itself."""
+        row = line_number - self.header_row
+        return row if row >= 1 else None
