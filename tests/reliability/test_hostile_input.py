@@ -135,14 +135,21 @@ def _export_with(tmp_path: Path, edit) -> Path:
     [
         (
             "unterminated quote at the end",
-            lambda p: p.write_text(p.read_text() + 'S99,"Ann,a@example.org,U1,2027-0'),
+            lambda p: p.write_text(p.read_text() + 'S99,"Ann,a@example.org,U1,2027-0\n'),
             r"stays.csv is not well-formed CSV at line 8: .*\(input stays, row 7\)",
         ),
         (
             "last row cut short",
-            lambda p: p.write_text(p.read_text()[:-20]),
+            lambda p: p.write_text(p.read_text()[:-20] + "\n"),
             r"stays.csv is not well-formed CSV at line 7: \d fields where the header has 7 "
             r".*\(input stays, row 6\)",
+        ),
+        (
+            # Without a final newline the export-stability guard stops it before parsing.
+            "cut mid-row, no final newline",
+            lambda p: p.write_text(p.read_text()[:-20]),
+            r"stays.csv does not end with a newline: its last row looks partly written; "
+            r"nothing was read or sent",
         ),
         (
             "latin-1 bytes in a UTF-8 export",
