@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m
 
 setup: $(STAMP)
 
@@ -40,6 +40,19 @@ openapi: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m connector.mapping.schema mappings/schema.json
+
+# Benchmarks (bench/, BENCHMARKS.md): 10k and 100k reservations, about 15 minutes on 2 cores.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench all
+
+# The 1M size: mapping, diff, no-change and 1 %-changed runs (the full push is estimated).
+bench-1m: $(BENCH_STAMP)
+	BENCH_SIZES=1000000 $(BIN)/python -m bench all --out bench/results-1m.json
 
 clean:
 	rm -rf $(VENV) .pms-sync .pytest_cache .ruff_cache
