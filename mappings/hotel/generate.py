@@ -165,9 +165,7 @@ def bookings(
             }
 
 
-def write(
-    out: Path, reservations: int, room_count: int, seed: int, skew: bool = False
-) -> None:
+def write(out: Path, reservations: int, room_count: int, seed: int, skew: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     room_rows = rooms(room_count)
