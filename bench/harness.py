@@ -267,6 +267,8 @@ def run_size(
         with sandbox_process(work / "sandbox") as sandbox:
             run = SizeRun(dataset, sandbox, work, runs, push_rate=push_rate)
             for name in scenarios:
+                if name in run.results:  # already run as another scenario's prerequisite
+                    continue
                 started = time.perf_counter()
                 run.results[name] = getattr(run, f"scenario_{name}")()
                 took = time.perf_counter() - started
