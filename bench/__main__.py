@@ -14,7 +14,9 @@ from bench.report import RESULTS, environment, write_markdown
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("scenario", choices=("all", *SCENARIOS))
+    parser.add_argument(
+        "scenario", help=f"all, or one or more (comma-separated) of {', '.join(SCENARIOS)}"
+    )
     parser.add_argument("--size", type=int, action="append", help="reservations (repeatable)")
     parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "3")))
     parser.add_argument("--out", type=Path, default=None, help="results JSON (default for all)")
@@ -22,7 +24,10 @@ def main() -> None:
     sizes = arguments.size or [
         int(size) for size in os.environ.get("BENCH_SIZES", "10000,100000").split(",")
     ]
-    scenarios = SCENARIOS if arguments.scenario == "all" else (arguments.scenario,)
+    scenarios = SCENARIOS if arguments.scenario == "all" else tuple(arguments.scenario.split(","))
+    unknown = set(scenarios) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios {sorted(unknown)}; known: {', '.join(SCENARIOS)}")
     results: dict = {**environment(), "runs": arguments.runs, "sizes": {}}
     push_rate = None
     for size in sorted(sizes):
@@ -30,13 +35,14 @@ def main() -> None:
         results["sizes"][str(size)] = result
         push_rate = result.get("first", {}).get("push_rate", push_rate)
     out = arguments.out or (RESULTS if arguments.scenario == "all" else None)
+    complete = arguments.scenario == "all" or arguments.out is not None
     text = json.dumps(results, indent=2, default=str)
     if out:
         out.write_text(text + "\n")
         print(f"[bench] wrote {out}", file=sys.stderr)
     else:
         print(text)
-    if arguments.scenario == "all":
+    if complete:
         write_markdown(results)
 
 
