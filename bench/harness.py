@@ -21,7 +21,9 @@ from bench.data import ROOT, Dataset, prepare
 # measured on a prefix of this many and its time extrapolated linearly (said in the results).
 # (The machine is 2 shared cores and the sandbox answers a few hundred requests a second, so
 # full pushes of every size would not fit the 15 minutes of `make bench`.)
-PEER_PREFIX = int(os.environ.get("BENCH_PEER_PREFIX", "2500"))
+PEER_PREFIX = int(os.environ.get("BENCH_PEER_PREFIX", "1000"))
+# The raw aiohttp generator's rate is taken over the first this many of the same payloads.
+RAW_REQUESTS = int(os.environ.get("BENCH_RAW_REQUESTS", "5000"))
 # Above this many reservations pms-sync's first run is not pushed: the full snapshot is seeded
 # (map + diff + record, no HTTP) and the first run's time estimated as the seed's time plus the
 # requests at the push rate measured at the largest pushed size.
