@@ -29,21 +29,21 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown scenarios {sorted(unknown)}; known: {', '.join(SCENARIOS)}")
     results: dict = {**environment(), "runs": arguments.runs, "sizes": {}}
+    out = arguments.out or (RESULTS if arguments.scenario == "all" else None)
+    complete = arguments.scenario == "all" or arguments.out is not None
     push_rate = None
     for size in sorted(sizes):
         result = run_size(size, scenarios, arguments.runs, push_rate)
         results["sizes"][str(size)] = result
         push_rate = result.get("first", {}).get("push_rate", push_rate)
-    out = arguments.out or (RESULTS if arguments.scenario == "all" else None)
-    complete = arguments.scenario == "all" or arguments.out is not None
-    text = json.dumps(results, indent=2, default=str)
-    if out:
-        out.write_text(text + "\n")
-        print(f"[bench] wrote {out}", file=sys.stderr)
-    else:
-        print(text)
-    if complete:
-        write_markdown(results)
+        # Written after each size, so a long run interrupted keeps what it measured.
+        if out:
+            out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+            print(f"[bench] wrote {out}", file=sys.stderr)
+        if complete:
+            write_markdown(results)
+    if not out:
+        print(json.dumps(results, indent=2, default=str))
 
 
 if __name__ == "__main__":
