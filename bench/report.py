@@ -207,7 +207,12 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Measured {results['date']} at commit `{results['commit']}` on {m['cores']} cores "
         f"({m['cpu']}), {m['memory_gb']} GB RAM, Python {m['python']}, load average "
-        f"{m['load_average_at_start']:.1f} at start; median of {results['runs']} runs per figure.",
+        f"{m['load_average_at_start']:.1f} at start; median of "
+        + ", ".join(
+            f"{len(r['map']['runs']) if 'map' in r else results['runs']} runs at {int(size):,}"
+            for size, r in results["sizes"].items()
+        )
+        + " reservations per figure.",
     ]
     for size, r in results["sizes"].items():
         first = r.get("first", {})
