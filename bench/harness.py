@@ -247,12 +247,41 @@ class SizeRun:
 
             return once
 
-        return {
+        result = {
             "first": self.repeat(first),
             "noop": self.repeat(later(self.dataset.base / "data")),
             "change": self.repeat(later(self.dataset.changed / "data")),
             "prefix": limit,
         }
+        if limit is not None:
+            scale_incremental(result, self.dataset.size, self._rooms())
+        return result
+
+    def _rooms(self) -> int:
+        return (
+            int(self.results["map"]["records"]) - self.dataset.size if "map" in self.results else 0
+        )
+
+
+def scale_incremental(result: dict[str, Any], size: int, rooms: int) -> None:
+    """dlt's later runs on a prefix: scale the reservations they sent to the full size.
+
+    Rooms are sent whole on every run; the reservations sent (those past the cursor) scale by
+    size / prefix, each costing the first run's measured time per request.
+    """
+    first = result["first"]
+    per_request = first.get("measured_seconds", first["seconds"]) / max(
+        first.get("measured_requests", first["requests"]), 1
+    )
+    factor = size / result["prefix"]
+    for name in ("noop", "change"):
+        run = result[name]
+        reservations = max(run["requests"] - rooms, 0)
+        extra = reservations * (factor - 1)
+        run["measured_seconds"], run["measured_requests"] = run["seconds"], run["requests"]
+        run["requests"] = run["requests"] + extra
+        run["seconds"] = run["seconds"] + extra * per_request
+        run["extrapolated"] = True
 
 
 def run_size(
