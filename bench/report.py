@@ -209,7 +209,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         f"({m['cpu']}), {m['memory_gb']} GB RAM, Python {m['python']}, load average "
         f"{m['load_average_at_start']:.1f} at start; median of "
         + ", ".join(
-            f"{len(r['map']['runs']) if 'map' in r else results['runs']} runs at {int(size):,}"
+            f"{len(r.get('map', {}).get('runs', [])) or results['runs']} runs at {int(size):,}"
             for size, r in results["sizes"].items()
         )
         + " reservations per figure.",
