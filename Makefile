@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m
 
 setup: $(STAMP)
 
@@ -48,6 +48,20 @@ openapi: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m connector.mapping.schema mappings/schema.json
+
+# Benchmarks (bench/, BENCHMARKS.md): 10k and 100k reservations, about 15 minutes on 2 cores.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench all
+
+# The 1M size (about 15 minutes a run): mapping, diff against the full snapshot (seeded, not
+# pushed), no-change and 1 %-changed runs. BENCH_RUNS=3 for medians.
+bench-1m: $(BENCH_STAMP)
+	$(BIN)/python -m bench map,diff,noop,change --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
 
 clean:
 	rm -rf $(VENV) .pms-sync .pytest_cache .ruff_cache

@@ -12,10 +12,39 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
+# orjson writes what json.dumps writes below (same escapes, UTF-8, keys sorted by code point,
+# shortest round-trip floats) about ten times faster, except: floats below 1e-4 (json: 1e-05,
+# orjson: 0.00001 or 1e-7), non-finite floats (orjson: null), and what json refuses or spells
+# differently (lone surrogates, integers beyond 64 bits, non-string keys: orjson raises). An
+# output that could hold one of the first two goes the json way, so the text is always json's.
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+_DIGITS = frozenset(b"0123456789")
+
+
+def _may_differ(text: bytes) -> bool:
+    if b"null" in text or b"0.0000" in text:
+        return True
+    position = text.find(b"e-")
+    while position > 0:  # an exponent such as 1e-7 (or text that looks like one)
+        if text[position - 1] in _DIGITS:
+            return True
+        position = text.find(b"e-", position + 2)
+    return False
+
 
 def canonical_json(resource: Any) -> str:
     """Compact, key-sorted JSON: equal resources give equal strings whatever their key order."""
-    return json.dumps(resource, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = orjson.dumps(resource, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        text = None
+    if text is None or _may_differ(text):
+        return json.dumps(resource, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.decode()
 
 
 def _without(resource: Any, path: tuple[str, ...]) -> Any:

@@ -7,7 +7,8 @@ import json
 import random
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connector.canonical import canonical_json, content_hash
@@ -83,3 +84,33 @@ def test_canonical_json_is_compact_sorted_and_keeps_unicode() -> None:
     assert canonical_json({"b": 1, "a": {"d": "Straße", "c": [2, 1]}}) == (
         '{"a":{"c":[2,1],"d":"Straße"},"b":1}'
     )
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES)
+def test_canonical_json_is_exactly_what_json_dumps_writes(value):
+    # The fast path (orjson) must never change the text: hashes and stored payloads depend on it.
+    try:
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            canonical_json(value)
+        return
+    assert canonical_json(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value", [1.5e-05, 1e-7, 1e16, 1e300, float("nan"), float("-inf"), -0.0, 2**70, {"a": None}]
+)
+def test_canonical_json_spells_numbers_as_json_does(value):
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected

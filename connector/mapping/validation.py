@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import RESOURCES, Entity
+from connector.mapping.fast_validation import sure_validator
 from connector.records import (
     QUARANTINE_COLUMNS,
     RECORD_COLUMNS,
@@ -103,6 +104,8 @@ class RecordValidator:
     def __init__(self, entity: Entity, volatile: Sequence[str]) -> None:
         self.entity = entity
         self.validate = RESOURCES[entity].model_validate_json
+        # Native checks first; the contract model decides whatever they do not surely accept.
+        self.validate_sure = sure_validator(RESOURCES[entity]).validate_json
         self.volatile = tuple(volatile)
         self.quarantine = _Quarantine(entity)
         self.accounts: list[str] = []
@@ -159,7 +162,11 @@ class RecordValidator:
                     )
                 continue
             try:
-                resource = self.validate(document)  # type: ignore[arg-type]
+                resource = self.validate_sure(document)  # type: ignore[arg-type]
+            except ValidationError:
+                resource = None
+            try:
+                resource = resource or self.validate(document)  # type: ignore[arg-type]
             except ValidationError as error:
                 for problem in error.errors(include_url=False):
                     path, reason, value = _describe(problem)

@@ -108,7 +108,9 @@ def rooms(count: int) -> list[dict[str, object]]:
     return result
 
 
-def bookings(rng: random.Random, count: int, room_rows: list[dict[str, object]]):
+def bookings(
+    rng: random.Random, count: int, room_rows: list[dict[str, object]], skew: bool = False
+):
     start = date(2025, 1, 1)
     hotels = list(HOTELS)
     rooms_by_hotel = {
@@ -118,7 +120,10 @@ def bookings(rng: random.Random, count: int, room_rows: list[dict[str, object]])
     for number in range(1, count + 1):
         hotel = rng.choice(hotels)
         hotel_rooms = rooms_by_hotel[hotel]
-        arrival = start + timedelta(days=rng.randrange(0, 540))
+        if skew:  # most arrivals in the first months, a long tail (like a real forward book)
+            arrival = start + timedelta(days=int(540 * rng.random() ** 2.5))
+        else:
+            arrival = start + timedelta(days=rng.randrange(0, 540))
         nights = rng.choice([1, 1, 2, 2, 3, 4, 7])
         created = datetime(2024, 12, 1) + timedelta(minutes=rng.randrange(0, 60 * 24 * 400))
         created = min(created, datetime.combine(arrival, datetime.min.time()))
@@ -160,7 +165,7 @@ def bookings(rng: random.Random, count: int, room_rows: list[dict[str, object]])
             }
 
 
-def write(out: Path, reservations: int, room_count: int, seed: int) -> None:
+def write(out: Path, reservations: int, room_count: int, seed: int, skew: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     room_rows = rooms(room_count)
@@ -187,7 +192,7 @@ def write(out: Path, reservations: int, room_count: int, seed: int) -> None:
     with (out / "bookings.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, BOOKING_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(bookings(rng, reservations, room_rows))
+        writer.writerows(bookings(rng, reservations, room_rows, skew))
 
 
 def main() -> None:
@@ -196,8 +201,9 @@ def main() -> None:
     parser.add_argument("--rooms", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    parser.add_argument("--skew", action="store_true", help="arrival dates skewed to the near term")
     arguments = parser.parse_args()
-    write(arguments.out, arguments.reservations, arguments.rooms, arguments.seed)
+    write(arguments.out, arguments.reservations, arguments.rooms, arguments.seed, arguments.skew)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,312 @@
+"""Run the scenarios at one size: every timed stage in a fresh subprocess, medians of runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.data import ROOT, Dataset, prepare
+
+# Peers send one blocking request per record; above this many reservations their first run is
+# measured on a prefix of this many and its time extrapolated linearly (said in the results).
+# (The machine is 2 shared cores and the sandbox answers a few hundred requests a second, so
+# full pushes of every size would not fit the 15 minutes of `make bench`.)
+PEER_PREFIX = int(os.environ.get("BENCH_PEER_PREFIX", "1000"))
+# The raw aiohttp generator's rate is taken over the first this many of the same payloads.
+RAW_REQUESTS = int(os.environ.get("BENCH_RAW_REQUESTS", "5000"))
+# Above this many reservations pms-sync's first run is not pushed: the full snapshot is seeded
+# (map + diff + record, no HTTP) and the first run's time estimated as the seed's time plus the
+# requests at the push rate measured at the largest pushed size.
+FULL_PUSH_MAX = int(os.environ.get("BENCH_FULL_PUSH_MAX", "10000"))
+
+SCENARIOS = ("map", "diff", "first", "noop", "change", "push", "naive", "dlt")
+
+
+def run_stage(name: str, **arguments: Any) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.stage", name, json.dumps(arguments)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "RUNTIME__LOG_LEVEL": "WARNING"},
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"stage {name} failed:\n{completed.stderr[-4000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the numeric figures of several runs, and the runs themselves."""
+    summary: dict[str, Any] = {"runs": runs}
+    for key, value in runs[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            summary[key] = statistics.median(run[key] for run in runs)
+        else:
+            summary[key] = value
+    return summary
+
+
+@dataclass
+class SizeRun:
+    """The scenarios of one size against one sandbox process."""
+
+    dataset: Dataset
+    sandbox: Any  # connector.sandbox.testing.SandboxProcessHandle
+    work: Path
+    runs: int = 3
+    results: dict[str, Any] = field(default_factory=dict)
+    push_rate: float | None = None  # pms-sync's, measured at a smaller size of the same run
+
+    @property
+    def full_snapshot(self) -> Path:
+        return self.work / "full.duckdb"
+
+    def _fresh(self, name: str, template: Path | None = None) -> Path:
+        target = self.work / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        target.unlink(missing_ok=True)
+        Path(f"{target}.wal").unlink(missing_ok=True)
+        if template is not None:
+            if template.is_dir():
+                shutil.copytree(template, target)
+            else:
+                shutil.copy(template, target)
+        return target
+
+    def repeat(self, stage: Callable[[], dict[str, Any]], runs: int | None = None) -> dict:
+        return summarise([stage() for _ in range(runs or self.runs)])
+
+    def scenario_map(self) -> dict[str, Any]:
+        return self.repeat(lambda: run_stage("map", mapping=str(self.dataset.mapping)))
+
+    def scenario_first(self) -> dict[str, Any]:
+        if self.dataset.size > FULL_PUSH_MAX:
+            return self._seed()
+
+        def once() -> dict[str, Any]:
+            self.sandbox.reset()
+            snapshot = self._fresh("first.duckdb")
+            result = run_stage(
+                "sync",
+                mapping=str(self.dataset.mapping),
+                snapshot=str(snapshot),
+                base_url=self.sandbox.base_url,
+            )
+            result["sandbox_requests"] = self.sandbox.stats()["total"]
+            shutil.copy(snapshot, self.full_snapshot)
+            return result
+
+        summary = self.repeat(once)
+        summary["push_rate"] = summary["requests"] / summary["push_seconds"]
+        return summary
+
+    def _seed(self) -> dict[str, Any]:
+        snapshot = self._fresh("first.duckdb")
+        result = run_stage("seed", mapping=str(self.dataset.mapping), snapshot=str(snapshot))
+        shutil.copy(snapshot, self.full_snapshot)
+        summary = summarise([result])
+        rate = self.push_rate
+        summary["counts"] = {"create": result["records"]}
+        summary["requests"] = result["records"]
+        summary["seed_seconds"] = result["seconds"]
+        if rate:
+            summary["seconds"] = result["seconds"] + result["records"] / rate
+            summary["estimated"] = True
+        return summary
+
+    def _ensure_full(self) -> None:
+        if "first" not in self.results:
+            self.results["first"] = self.scenario_first()
+
+    def scenario_diff(self) -> dict[str, Any]:
+        self._ensure_full()
+
+        def once() -> dict[str, Any]:
+            snapshot = self._fresh("diff.duckdb", self.full_snapshot)
+            return run_stage("diff", mapping=str(self.dataset.mapping), snapshot=str(snapshot))
+
+        return self.repeat(once)
+
+    def _sync_from_full(self, mapping: Path) -> dict[str, Any]:
+        self._ensure_full()
+
+        def once() -> dict[str, Any]:
+            snapshot = self._fresh("run.duckdb", self.full_snapshot)
+            before = self.sandbox.stats()["total"]
+            result = run_stage(
+                "sync", mapping=str(mapping), snapshot=str(snapshot), base_url=self.sandbox.base_url
+            )
+            result["sandbox_requests"] = self.sandbox.stats()["total"] - before
+            return result
+
+        return self.repeat(once)
+
+    def scenario_noop(self) -> dict[str, Any]:
+        return self._sync_from_full(self.dataset.mapping)
+
+    def scenario_change(self) -> dict[str, Any]:
+        return self._sync_from_full(self.dataset.changed_mapping)
+
+    def scenario_push(self) -> dict[str, Any]:
+        """pms-sync's push rate (from the first runs) against the raw aiohttp generator's."""
+        self._ensure_full()
+        if self.dataset.size > FULL_PUSH_MAX:
+            return {}
+
+        def once() -> dict[str, Any]:
+            self.sandbox.reset()
+            return run_stage(
+                "raw", mapping=str(self.dataset.mapping), base_url=self.sandbox.base_url
+            )
+
+        raw = self.repeat(once)
+        raw["rate"] = raw["requests"] / raw["seconds"]
+        first = self.results["first"]
+        return {
+            "pms_sync_rate": first["push_rate"],
+            "raw_rate": raw["rate"],
+            "ratio": first["push_rate"] / raw["rate"],
+            "raw": raw,
+        }
+
+    def _limit(self) -> int | None:
+        return PEER_PREFIX if self.dataset.size > PEER_PREFIX else None
+
+    def _extrapolate(self, result: dict[str, Any], full_records: int) -> dict[str, Any]:
+        if result["requests"] and result["requests"] < full_records:
+            factor = full_records / result["requests"]
+            result = {
+                **result,
+                "measured_seconds": result["seconds"],
+                "measured_requests": result["requests"],
+                "seconds": result["seconds"] * factor,
+                "requests": full_records,
+                "extrapolated": True,
+            }
+        return result
+
+    def _records(self) -> int:
+        """Records of a full first run (what a stateless peer sends on every run)."""
+        self._ensure_full()
+        return int(self.results["first"]["requests"])
+
+    def scenario_naive(self) -> dict[str, Any]:
+        """The naive script keeps no state: its no-change run is the same work as its first."""
+        limit, records = self._limit(), self._records()
+        data = str(self.dataset.base / "data")
+
+        def once() -> dict[str, Any]:
+            self.sandbox.reset()
+            return self._extrapolate(
+                run_stage("naive", data=data, base_url=self.sandbox.base_url, limit=limit), records
+            )
+
+        runs = self.repeat(once)
+        return {"first": runs, "noop": runs, "change": runs, "prefix": limit}
+
+    def scenario_dlt(self) -> dict[str, Any]:
+        limit, records = self._limit(), self._records()
+        state = self.work / "dlt-full"
+
+        def first() -> dict[str, Any]:
+            self.sandbox.reset()
+            pipelines = self._fresh("dlt-first")
+            result = run_stage(
+                "dlt",
+                data=str(self.dataset.base / "data"),
+                base_url=self.sandbox.base_url,
+                pipelines_dir=str(pipelines),
+                limit=limit,
+            )
+            shutil.rmtree(state, ignore_errors=True)
+            shutil.copytree(pipelines, state)
+            return self._extrapolate(result, records)
+
+        def later(data: Path) -> Callable[[], dict[str, Any]]:
+            def once() -> dict[str, Any]:
+                pipelines = self._fresh("dlt-run", state)
+                return run_stage(
+                    "dlt",
+                    data=str(data),
+                    base_url=self.sandbox.base_url,
+                    pipelines_dir=str(pipelines),
+                    limit=limit,
+                )
+
+            return once
+
+        result = {
+            "first": self.repeat(first),
+            "noop": self.repeat(later(self.dataset.base / "data")),
+            "change": self.repeat(later(self.dataset.changed / "data")),
+            "prefix": limit,
+        }
+        if limit is not None:
+            scale_incremental(result, self.dataset.size, self._rooms())
+        return result
+
+    def _rooms(self) -> int:
+        return (
+            int(self.results["map"]["records"]) - self.dataset.size if "map" in self.results else 0
+        )
+
+
+def scale_incremental(result: dict[str, Any], size: int, rooms: int) -> None:
+    """dlt's later runs on a prefix: scale the reservations they sent to the full size.
+
+    Rooms are sent whole on every run; the reservations sent (those past the cursor) scale by
+    size / prefix, each costing the first run's measured time per request.
+    """
+    first = result["first"]
+    per_request = first.get("measured_seconds", first["seconds"]) / max(
+        first.get("measured_requests", first["requests"]), 1
+    )
+    factor = size / result["prefix"]
+    for name in ("noop", "change"):
+        run = result[name]
+        reservations = max(run["requests"] - rooms, 0)
+        extra = reservations * (factor - 1)
+        run["measured_seconds"], run["measured_requests"] = run["seconds"], run["requests"]
+        run["requests"] = run["requests"] + extra
+        run["seconds"] = run["seconds"] + extra * per_request
+        run["extrapolated"] = True
+
+
+def run_size(
+    size: int,
+    scenarios: tuple[str, ...] = SCENARIOS,
+    runs: int = 3,
+    push_rate: float | None = None,
+) -> dict[str, Any]:
+    from connector.sandbox.testing import sandbox_process
+
+    dataset = prepare(size)
+    with tempfile.TemporaryDirectory(prefix=f"pms-bench-{size}-") as tmp:
+        work = Path(tmp)
+        with sandbox_process(work / "sandbox") as sandbox:
+            run = SizeRun(dataset, sandbox, work, runs, push_rate=push_rate)
+            for name in scenarios:
+                if name in run.results:  # already run as another scenario's prerequisite
+                    continue
+                started = time.perf_counter()
+                run.results[name] = getattr(run, f"scenario_{name}")()
+                took = time.perf_counter() - started
+                print(f"[bench] size {size}: {name} {took:.0f} s", file=sys.stderr, flush=True)
+            return {
+                "size": size,
+                "rooms": dataset.rooms,
+                "booking_rows": dataset.booking_rows(),
+                **run.results,
+            }

@@ -1,0 +1,248 @@
+"""Results: ``bench/results.json`` and the generated table inside ``BENCHMARKS.md``."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.data import ROOT
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+MARKDOWN = ROOT / "BENCHMARKS.md"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gb() -> float:
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return round(pages / 2**30, 1)
+    except (ValueError, OSError):
+        return 0.0
+
+
+def environment() -> dict[str, Any]:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit + ("+dirty" if dirty else ""),
+        "machine": {
+            "cpu": _cpu(),
+            "cores": os.cpu_count(),
+            "memory_gb": _memory_gb(),
+            "python": platform.python_version(),
+            "load_average_at_start": os.getloadavg()[0],
+        },
+    }
+
+
+def _s(value: float) -> str:
+    return f"{value:.1f} s" if value >= 10 else f"{value:.2f} s"
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    if not ours:
+        return "—" if not theirs else "∞ (0 vs " + f"{theirs:,.0f})"
+    return f"{theirs / ours:.1f}x"
+
+
+def rows(results: dict[str, Any]) -> list[list[str]]:
+    """figure | size | target | measured (median) | peak MB | vs naive | vs dlt."""
+    table: list[list[str]] = []
+    for size_text, r in results["sizes"].items():
+        size = int(size_text)
+        label = f"{size:,}"
+        naive, dlt = r.get("naive"), r.get("dlt")
+        if "map" in r:
+            m = r["map"]
+            table.append(
+                [
+                    f"extract + map + validate ({m['records']:,} records)",
+                    label,
+                    "—",
+                    _s(m["seconds"]),
+                    f"{m['peak_rss_mb']:.0f}",
+                    "",
+                    "",
+                ]
+            )
+        if "diff" in r:
+            d = r["diff"]
+            target = "≤ 15 s, ≤ 2 GB" if size >= 1_000_000 else "(15 s, 2 GB at 1M)"
+            table.append(
+                [
+                    "extract + map + validate + diff",
+                    label,
+                    target,
+                    _s(d["seconds"]),
+                    f"{d['peak_rss_mb']:.0f}",
+                    "",
+                    "",
+                ]
+            )
+        if "first" in r:
+            f = r["first"]
+            table.append(
+                [
+                    "first run, end to end (time)",
+                    label,
+                    "—",
+                    _s(f["seconds"]),
+                    f"{f['peak_rss_mb']:.0f}",
+                    _ratio(f["seconds"], naive["first"]["seconds"]) if naive else "",
+                    _ratio(f["seconds"], dlt["first"]["seconds"]) if dlt else "",
+                ]
+            )
+            table.append(
+                [
+                    "first run, requests sent",
+                    label,
+                    "1 per record",
+                    f"{f['requests']:,.0f}",
+                    "",
+                    _ratio(f["requests"], naive["first"]["requests"]) if naive else "",
+                    _ratio(f["requests"], dlt["first"]["requests"]) if dlt else "",
+                ]
+            )
+        if "noop" in r:
+            n = r["noop"]
+            target = "≤ 20 s, 0 requests" if size >= 1_000_000 else "0 requests (20 s at 1M)"
+            table.append(
+                [
+                    "nightly run, nothing changed (time)",
+                    label,
+                    target,
+                    _s(n["seconds"]),
+                    f"{n['peak_rss_mb']:.0f}",
+                    _ratio(n["seconds"], naive["noop"]["seconds"]) if naive else "",
+                    _ratio(n["seconds"], dlt["noop"]["seconds"]) if dlt else "",
+                ]
+            )
+            table.append(
+                [
+                    "nightly run, nothing changed (requests)",
+                    label,
+                    "0",
+                    f"{n['sandbox_requests']:,.0f}",
+                    "",
+                    _ratio(n["sandbox_requests"], naive["noop"]["requests"]) if naive else "",
+                    _ratio(n["sandbox_requests"], dlt["noop"]["requests"]) if dlt else "",
+                ]
+            )
+        if "change" in r:
+            c = r["change"]
+            changed = c["counts"].get("update", 0) + c["counts"].get("create", 0)
+            table.append(
+                [
+                    "1 % changed (time)",
+                    label,
+                    "linear in rows",
+                    _s(c["seconds"]),
+                    f"{c['peak_rss_mb']:.0f}",
+                    _ratio(c["seconds"], naive["noop"]["seconds"]) if naive else "",
+                    _ratio(c["seconds"], dlt["change"]["seconds"]) if dlt else "",
+                ]
+            )
+            table.append(
+                [
+                    f"1 % changed (requests; {changed:,} records changed)",
+                    label,
+                    "1 per changed record",
+                    f"{c['sandbox_requests']:,.0f}",
+                    "",
+                    _ratio(c["sandbox_requests"], naive["noop"]["requests"]) if naive else "",
+                    _ratio(c["sandbox_requests"], dlt["change"]["requests"]) if dlt else "",
+                ]
+            )
+        if r.get("push"):
+            p = r["push"]
+            table.append(
+                [
+                    "push throughput (req/s, concurrency 16)",
+                    label,
+                    "≥ 50 % of raw aiohttp",
+                    f"{p['pms_sync_rate']:,.0f} = {100 * p['ratio']:.0f} % of raw {p['raw_rate']:,.0f}",
+                    "",
+                    "",
+                    "",
+                ]
+            )
+    return table
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    header = [
+        "figure",
+        "reservations",
+        "target",
+        "measured (median)",
+        "peak RSS MB",
+        "naive ÷ pms-sync",
+        "dlt ÷ pms-sync",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(results)]
+    m = results["machine"]
+    notes = [
+        "",
+        f"Measured {results['date']} at commit `{results['commit']}` on {m['cores']} cores "
+        f"({m['cpu']}), {m['memory_gb']} GB RAM, Python {m['python']}, load average "
+        f"{m['load_average_at_start']:.1f} at start; median of "
+        + ", ".join(
+            f"{len(r.get('map', {}).get('runs', [])) or results['runs']} runs at {int(size):,}"
+            for size, r in results["sizes"].items()
+        )
+        + " reservations per figure.",
+    ]
+    for size, r in results["sizes"].items():
+        first = r.get("first", {})
+        if first.get("estimated"):
+            notes.append(
+                f"At {int(size):,} reservations pms-sync's first run was not pushed: the full "
+                f"snapshot was seeded (map + diff + record, {first['seed_seconds']:.1f} s) and "
+                "the first run's time estimated as that plus its requests at the push rate "
+                "measured at the smaller size."
+            )
+        for peer in ("naive", "dlt"):
+            if r.get(peer, {}).get("prefix"):
+                first = r[peer]["first"]
+                notes.append(
+                    f"At {int(size):,} reservations the {peer} peer's runs sent only the first "
+                    f"{r[peer]['prefix']:,} reservations; its first-run time is extrapolated "
+                    f"linearly from {first.get('measured_requests', 0):,.0f} requests in "
+                    f"{first.get('measured_seconds', 0):.1f} s."
+                )
+    return "\n".join(lines + notes)
+
+
+def write_markdown(results: dict[str, Any]) -> None:
+    """Replace the table of these sizes (its own marked block) in BENCHMARKS.md."""
+    key = ",".join(results["sizes"])
+    begin, end = f"<!-- bench:table:{key}:begin -->", f"<!-- bench:table:{key}:end -->"
+    table = markdown_table(results)
+    text = MARKDOWN.read_text() if MARKDOWN.exists() else "# Benchmarks\n"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    MARKDOWN.write_text(f"{head}{begin}\n{table}\n{end}{tail}")

@@ -1,0 +1,67 @@
+"""Smoke test of the benchmark harness at a tiny size: the stages run and report their figures.
+
+No timing is asserted (benchmarks are never timed tests); only the shape of the results.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from bench import stage
+from bench.data import prepare
+from bench.peers import naive_sync
+from bench.report import markdown_table
+from connector.sandbox.testing import running_sandbox
+
+
+def test_stages_run_at_a_tiny_size(tmp_path):
+    dataset = prepare(150, root=tmp_path / "data")
+    with (dataset.changed / "data" / "bookings.csv").open() as handle:
+        changed = {
+            row["booking_no"]
+            for row in csv.DictReader(handle)
+            if row["modified_at"] == "2026-11-01T12:00:00Z"
+        }
+    assert len(changed) == 1  # 1 % of 150 bookings: booking number 100
+
+    mapped = stage.stage_map(str(dataset.mapping))
+    assert mapped["records"] == 150 + dataset.rooms and mapped["quarantined"] == 0
+
+    snapshot = tmp_path / "full.duckdb"
+    seeded = stage.stage_seed(str(dataset.mapping), str(snapshot))
+    assert seeded["records"] == mapped["records"]
+
+    diff = stage.stage_diff(str(dataset.mapping), str(snapshot))
+    assert diff["counts"]["skip"] == mapped["records"]
+
+    with running_sandbox(tmp_path / "sandbox") as sandbox:
+        noop = stage.stage_sync(str(dataset.mapping), str(snapshot), sandbox.base_url)
+        assert noop["requests"] == 0 and sandbox.stats()["total"] == 0
+        change = stage.stage_sync(str(dataset.changed_mapping), str(snapshot), sandbox.base_url)
+        assert change["requests"] == 1 and change["status"] == "succeeded"
+        naive = naive_sync(dataset.base / "data", sandbox.base_url, limit=5)
+        assert naive["requests"] == dataset.rooms + 5 and naive["failed"] == 0
+
+    results = {
+        "date": "today",
+        "commit": "abc",
+        "runs": 1,
+        "machine": {
+            "cores": 2,
+            "cpu": "cpu",
+            "memory_gb": 1,
+            "python": "3.11",
+            "load_average_at_start": 0,
+        },
+        "sizes": {
+            "150": {
+                "map": {**mapped, "peak_rss_mb": 1.0},
+                "diff": {**diff, "peak_rss_mb": 1.0},
+                "noop": {**noop, "sandbox_requests": 0, "peak_rss_mb": 1.0},
+                "change": {**change, "sandbox_requests": 1, "peak_rss_mb": 1.0},
+                "naive": {"first": naive, "noop": naive, "change": naive, "prefix": 5},
+            }
+        },
+    }
+    table = markdown_table(results)
+    assert "nightly run, nothing changed (requests)" in table and "| 150 |" in table
