@@ -22,7 +22,7 @@ from connector.contract import Entity
 
 @contextmanager
 def _accepted_preview_apis() -> Iterator[None]:
-    """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions-dagster.md).
+    """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions.md).
 
     ``backfill_policy`` (beta) makes a backfill or the nightly window one run that reads the
     export once; ``partitions_def`` on an asset check (preview) lets a check of a partitioned

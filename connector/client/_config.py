@@ -16,7 +16,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 
 
 class Transport(StrEnum):
-    """The HTTP transport under httpx (see docs/decisions-push.md for the measurement)."""
+    """The HTTP transport under httpx (see docs/decisions.md for the measurement)."""
 
     AIOHTTP = "aiohttp"  # httpx over httpx_aiohttp.AiohttpTransport: the default
     HTTPX = "httpx"  # httpx's own async transport (httpcore)

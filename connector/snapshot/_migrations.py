@@ -105,7 +105,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             # record: reconciliation of records gone from a full export only considers the
             # records of the connection being synced. Rows written before this step get NULL
             # (unknown owner): no named connection reconciles them until its export contains
-            # them again and adopts them (docs/decisions-rate.md, "Reconciliation per
+            # them again and adopts them (docs/decisions.md, "Reconciliation per
             # connection").
             "ALTER TABLE acknowledged ADD COLUMN connection VARCHAR",
         ),

@@ -1,5 +1,5 @@
 """Regression tests for what the fuzzing of the sandbox and the contract found: one test per
-finding, each a plain request over a real socket (see docs/decisions-sandbox.md, "Input the
+finding, each a plain request over a real socket (see docs/decisions.md, "Input the
 fuzzing settled")."""
 
 from __future__ import annotations
