@@ -218,3 +218,25 @@ def test_mariadb_times_and_decimals_arrive_as_text(mariadb_url: str) -> None:
     first = read(source)[0]
     assert first[0].count(":") == 2  # TIME arrives as H:MM:SS text
     assert "." in first[1]
+
+
+def test_a_postgresql_source_that_disappears_mid_read_is_a_source_error_naming_the_input(
+    postgres_url: str,
+) -> None:
+    # The server ends its own session while the rows of the 5th chunk are being produced: a
+    # real connection loss mid-stream, after earlier chunks were already loaded.
+    query = (
+        "SELECT n::text AS booking_no, "
+        "CASE WHEN n = 4500 THEN pg_terminate_backend(pg_backend_pid())::int ELSE 0 END "
+        "AS marker FROM generate_series(1, 10000) AS n"
+    )
+    source = SqlSource("bookings", postgres_url, query=query, chunk_size=1000)
+    connection = duckdb.connect()
+
+    with pytest.raises(SourceError) as caught:
+        source.load_into(connection, "bookings")
+
+    message = str(caught.value)
+    assert caught.value.source == "bookings"
+    assert "cannot read from postgresql" in message
+    assert "input bookings" in message
