@@ -86,14 +86,7 @@ class ServiceClient:
         return found
 
     async def __aenter__(self) -> ServiceClient:
-        self._http = httpx.AsyncClient(
-            base_url=self.config.base_url,
-            transport=_transport(self.config),
-            timeout=httpx.Timeout(
-                self.config.read_timeout, connect=self.config.connect_timeout, pool=None
-            ),
-            headers={"content-type": "application/json", "user-agent": "pms-sync"},
-        )
+        self._http = open_http(self.config, {"content-type": "application/json"})
         return self
 
     async def __aexit__(
@@ -172,6 +165,17 @@ class ServiceClient:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         outcome.delivery = Delivery.UNDELIVERED
         return outcome
+
+
+def open_http(config: ClientConfig, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    """The pooled httpx client both service clients use: one transport, timeouts and identity."""
+    return httpx.AsyncClient(
+        base_url=config.base_url,
+        transport=_transport(config),
+        # No pool timeout: bounded concurrency already queues requests before the pool does.
+        timeout=httpx.Timeout(config.read_timeout, connect=config.connect_timeout, pool=None),
+        headers={"user-agent": "pms-sync", **(headers or {})},
+    )
 
 
 def _transport(config: ClientConfig) -> httpx.AsyncBaseTransport:

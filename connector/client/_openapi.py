@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, _transport
+from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, open_http
 from connector.client._config import ClientConfig, parse_retry_after
 from connector.contract import (
     AccommodationStatus,
@@ -120,12 +120,7 @@ class OpenApiClient:
         self.token_requests = 0  # how many tokens this client asked for
 
     async def __aenter__(self) -> OpenApiClient:
-        self._http = httpx.AsyncClient(
-            base_url=self.config.base_url,
-            transport=_transport(self.config),
-            timeout=httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout),
-            headers={"user-agent": "pms-sync"},
-        )
+        self._http = open_http(self.config)
         return self
 
     async def __aexit__(
