@@ -89,8 +89,13 @@ def build_assets(
 # -- mapping ------------------------------------------------------------------------------
 
 
-def _map(connection: Connection, entity: Entity, window: DateWindow | None) -> MappedBatch:
-    batches, policy = load_batches(connection.path, entities=[entity], window=window)
+def _map(
+    connection: Connection, entity: Entity, window: DateWindow | None, snapshot: SnapshotResource
+) -> MappedBatch:
+    # The snapshot is only read (the payloads it knows valid): mapping takes no write lock.
+    batches, policy = load_batches(
+        connection.path, entities=[entity], window=window, snapshot_path=snapshot.path
+    )
     records = batches.get(entity) or MappedRecords(entity)
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
 
@@ -109,10 +114,10 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ),
     )
     def mapped_accommodations(
-        context: dg.AssetExecutionContext, sources: SourcesResource
+        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
     ) -> dg.MaterializeResult:
         with sources.environment():
-            batch = _map(connection, Entity.ACCOMMODATION, window=None)
+            batch = _map(connection, Entity.ACCOMMODATION, window=None, snapshot=snapshot)
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
     return mapped_accommodations
@@ -137,12 +142,12 @@ def _mapped_reservations(
         ),
     )
     def mapped_reservations(
-        context: dg.AssetExecutionContext, sources: SourcesResource
+        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
     ) -> dg.MaterializeResult:
         window = window_of(context.partition_time_window)
         context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
         with sources.environment():
-            batch = _map(connection, Entity.RESERVATION, window=window)
+            batch = _map(connection, Entity.RESERVATION, window=window, snapshot=snapshot)
         metadata = mapped_metadata(batch.records)
         metadata["window"] = dg.MetadataValue.text(f"{window.start} .. {window.end}")
         return dg.MaterializeResult(value=batch, metadata=metadata)

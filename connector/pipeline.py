@@ -24,7 +24,7 @@ from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate, withhold
 from connector.settings import SyncSettings
-from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore
+from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore, validated_payloads
 from connector.urgency import URGENCY_CLASSES
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
@@ -161,14 +161,20 @@ def load_batches(
     *,
     entities: Collection[Entity] | None = None,
     window: DateWindow | None = None,
+    snapshot_path: str | Path | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
-    """Run the mapping engine; return its records and the mapping's reconciliation policy."""
+    """Run the mapping engine; return its records and the mapping's reconciliation policy.
+
+    With ``snapshot_path``, payloads the service acknowledged and the current contract already
+    validated are not validated again (``connector.snapshot.validated_payloads``).
+    """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
 
     mapping = load_mapping(mapping_path)
     check_mapping_exports(mapping)  # an export still being written is never read
-    batches = map_records(mapping, entities=entities, window=window)
+    validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
+    batches = map_records(mapping, entities=entities, window=window, validated=validated)
     return dict(batches), ReconcilePolicy.from_mapping(mapping)
 
 
@@ -182,7 +188,9 @@ def plan_sync(
     today: date | None = None,
 ) -> Plan:
     """Map and diff without sending anything."""
-    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    batches, policy = load_batches(
+        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+    )
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
         return build_plan(
             snapshot,
@@ -209,7 +217,9 @@ def run_sync(
 ) -> SyncReport:
     """Map, plan, push and record one run of a mapping file."""
     started = _now()
-    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    batches, policy = load_batches(
+        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+    )
     from connector.mapping import load_mapping
 
     guard = GuardRules.from_mapping(load_mapping(mapping_path))

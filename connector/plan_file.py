@@ -116,7 +116,9 @@ def plan_to_file(
     from connector.mapping import load_mapping
     from connector.pipeline import load_batches
 
-    batches, policy = load_batches(mapping_path, entities=entities, window=window)
+    batches, policy = load_batches(
+        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+    )
     rules = GuardRules.from_mapping(load_mapping(mapping_path))
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
         plan = build_plan(

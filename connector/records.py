@@ -54,6 +54,9 @@ class MappedRecords:
     entity: Entity
     records: pd.DataFrame = field(default_factory=empty_records)
     quarantine: pd.DataFrame = field(default_factory=empty_quarantine)
+    # Records whose payload the snapshot already knew valid under this contract: not
+    # validated again (connector.snapshot.validated_payloads).
+    known_valid: int = 0
 
     @property
     def accounts(self) -> list[str]:

@@ -12,6 +12,9 @@ from connector.sandbox.testing import SandboxHandle, multi_account_config, runni
 # Exports written by a test are complete the moment they are closed: a short settle interval
 # keeps runs fast. The stability rail's own tests pass their interval explicitly.
 os.environ.setdefault("PMS_SYNC_EXPORT_SETTLE_SECONDS", "0.05")
+# Every record the mapping engine accepts without the contract model is checked against the
+# model and the Python canonical form as well: any mapping a test runs proves the fast path.
+os.environ.setdefault("PMS_SYNC_VERIFY_FAST_PATH", "1")
 
 
 @pytest.fixture(scope="session")

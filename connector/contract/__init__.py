@@ -54,6 +54,7 @@ from connector.contract._sync import (
 
 __all__ = [
     "CANCELLED",
+    "CONTRACT_FINGERPRINT",
     "ENVELOPES",
     "RESOURCES",
     "SYNC_PATHS",
@@ -101,3 +102,24 @@ __all__ = [
     "iso_currencies",
     "validate_json_body",
 ]
+
+
+def _contract_fingerprint() -> str:
+    # The request models' JSON schemas and the package version: a change of either (a new
+    # check is a code change, released as a new version) invalidates every validation cached
+    # in a snapshot (connector.snapshot.validated_payloads).
+    import hashlib
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("pms-sync")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        release = "source"
+    schemas = {str(entity): model.model_json_schema() for entity, model in RESOURCES.items()}
+    text = json.dumps([release, schemas], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+CONTRACT_FINGERPRINT = _contract_fingerprint()
+"""Identifies the contract that validated a payload (see connector.snapshot)."""

@@ -15,13 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import sql_functions
-from connector.mapping.compiler import Compiler, EntityQuery, table_name
+from connector.mapping.compiler import (
+    VALIDATED_BEFORE,
+    Compiler,
+    EntityQuery,
+    lookup_text,
+    table_name,
+)
 from connector.mapping.model import Mapping
-from connector.mapping.validation import MappedRows, RecordValidator
+from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier
@@ -45,17 +52,9 @@ def _create_lookups(connection: duckdb.DuckDBPyConnection, mapping: Mapping) -> 
         connection.execute(
             f"CREATE OR REPLACE TABLE {quote_identifier(table)} (key VARCHAR, value VARCHAR)"
         )
-        rows = [
-            (str(key), None if value is None else _text(value)) for key, value in values.items()
-        ]
+        rows = [(str(key), lookup_text(value)) for key, value in values.items()]
         if rows:
             connection.executemany(f"INSERT INTO {quote_identifier(table)} VALUES (?, ?)", rows)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 @dataclass
@@ -145,15 +144,19 @@ def map_records(
     entities: Iterable[Entity] | None = None,
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
+    validated: pa.Table | None = None,
 ) -> dict[Entity, MappedRecords]:
     """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
 
     ``window`` keeps reservations whose earliest check-in lies in [start, end) (records whose
     check-in could not be read stay, so their problems are reported). ``since`` gives, per SQL
-    input name, the last cursor value already synced: only newer rows are read.
+    input name, the last cursor value already synced: only newer rows are read. ``validated``
+    holds the MD5s (column ``payload_md5``) of canonical payloads already known valid under
+    the current contract (``connector.snapshot.validated_payloads``): records with one of
+    them are not validated again.
     """
     prepared = prepare(mapping, entities)
-    return run_prepared(prepared, window=window, since=since)
+    return run_prepared(prepared, window=window, since=since, validated=validated)
 
 
 def run_prepared(
@@ -161,6 +164,7 @@ def run_prepared(
     *,
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
+    validated: pa.Table | None = None,
 ) -> dict[Entity, MappedRecords]:
     since = dict(since or {})
     unknown = set(since) - set(prepared.sources)
@@ -178,9 +182,10 @@ def run_prepared(
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():
             source.load_into(connection, table_name(name), since=since.get(name))
+        known = _load_validated(connection, validated)
         _lock_down(connection)
         for entity, query in prepared.queries.items():
-            sql = query.sql
+            sql = query.sql.replace(VALIDATED_BEFORE, known)
             parameters: list[Any] = []
             if window is not None and entity == Entity.RESERVATION:
                 sql = (
@@ -188,7 +193,7 @@ def run_prepared(
                     "OR (checkin >= ? AND checkin < ?) ORDER BY first_row"
                 )
                 parameters = [window.start, window.end]
-            validator = RecordValidator(entity, query.volatile)
+            validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
             try:
                 _validate_batches(connection, sql, parameters, validator)
             except duckdb.Error as error:
@@ -206,6 +211,20 @@ def run_prepared(
     return results
 
 
+def _load_validated(connection: duckdb.DuckDBPyConnection, validated: pa.Table | None) -> str:
+    """Load the validated payloads' MD5s; return the SQL that tells a payload is one of them."""
+    if validated is None or not validated.num_rows:
+        return VALIDATED_BEFORE
+    connection.register("validated_arrow", validated)
+    try:
+        connection.execute(
+            "CREATE TABLE validated_payloads AS SELECT DISTINCT payload_md5 FROM validated_arrow"
+        )
+    finally:
+        connection.unregister("validated_arrow")
+    return "(md5(payload) IN (SELECT payload_md5 FROM validated_payloads))"
+
+
 def _validate_batches(
     connection: duckdb.DuckDBPyConnection,
     sql: str,
@@ -214,16 +233,4 @@ def _validate_batches(
 ) -> None:
     reader = connection.sql(sql, params=parameters or None).to_arrow_reader(BATCH_ROWS)
     for batch in reader:
-        validator.add(
-            MappedRows(
-                account_id=batch.column("account_id").to_pylist(),
-                record_id=batch.column("record_id").to_pylist(),
-                doc=batch.column("doc").to_pylist(),
-                conflicting=batch.column("conflicting").to_pylist(),
-                errors=batch.column("errors").to_pylist(),
-                sources=batch.column("sources").to_pylist(),
-                row_numbers=batch.column("row_numbers").to_pylist(),
-                checkin=batch.column("checkin").to_pylist(),
-                checkout=batch.column("checkout").to_pylist(),
-            )
-        )
+        validator.add(batch)

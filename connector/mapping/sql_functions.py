@@ -48,9 +48,9 @@ CREATE OR REPLACE MACRO pms_time_parts(x) AS
         lower(replace(trim(x), '.m.', 'm')),
         '^(\\d{{1,2}})(?:[:.h](\\d{{2}}))?(?::\\d{{2}}(?:\\.\\d+)?)?\\s*(am|pm|a|p|h|uhr)?$',
         ['h', 'm', 'ap']);
-CREATE OR REPLACE MACRO pms_minutes(x) AS (
-    WITH p AS (SELECT pms_time_parts(x) AS t)
-    SELECT CASE
+-- A lambda over a one-item list binds the parts once per value without a scalar subquery
+-- (which DuckDB plans as a join that copies every other column of the row).
+CREATE OR REPLACE MACRO pms_minutes(x) AS list_transform([pms_time_parts(x)], lambda t: CASE
         WHEN t.h = '' THEN NULL
         WHEN t.ap IN ('am', 'a', 'pm', 'p') AND (TRY_CAST(t.h AS INTEGER) NOT BETWEEN 1 AND 12)
             THEN NULL
@@ -60,16 +60,15 @@ CREATE OR REPLACE MACRO pms_minutes(x) AS (
                    WHEN t.ap IN ('am', 'a') AND TRY_CAST(t.h AS INTEGER) = 12 THEN 0
                    ELSE TRY_CAST(t.h AS INTEGER) END) * 60
              + (CASE WHEN t.m = '' THEN 0 ELSE TRY_CAST(t.m AS INTEGER) END)
-    END FROM p);
+    END)[1];
 CREATE OR REPLACE MACRO pms_hhmm(minutes) AS
     CASE WHEN minutes IS NOT NULL
          THEN lpad(CAST(minutes // 60 AS VARCHAR), 2, '0') || ':'
               || lpad(CAST(minutes % 60 AS VARCHAR), 2, '0') END;
 CREATE OR REPLACE MACRO pms_time(x) AS pms_hhmm(pms_minutes(x));
-CREATE OR REPLACE MACRO pms_half_hour(x) AS
-    CASE WHEN pms_minutes(x) IS NOT NULL
-         THEN pms_hhmm(least(CAST(round(pms_minutes(x) / 30.0) AS INTEGER) * 30, 23 * 60 + 30))
-    END;
+CREATE OR REPLACE MACRO pms_half_hour(x) AS list_transform([pms_minutes(x)], lambda m:
+    CASE WHEN m IS NOT NULL THEN pms_hhmm(least(CAST(round(m / 30.0) AS INTEGER) * 30, 23 * 60 + 30))
+    END)[1];
 CREATE OR REPLACE MACRO pms_month(x) AS
     coalesce(
         CASE WHEN TRY_CAST(trim(x) AS INTEGER) BETWEEN 1 AND 12 THEN TRY_CAST(trim(x) AS INTEGER) END,
@@ -81,6 +80,16 @@ CREATE OR REPLACE MACRO pms_language(x) AS coalesce(
     (SELECT code FROM pms_languages WHERE key = pms_key(x)),
     (SELECT code FROM pms_languages
         WHERE key = pms_key(regexp_extract(trim(x), '^([A-Za-z]{{2,3}})[-_][A-Za-z]{{2,4}}$', 1))));
+-- The canonical JSON leaves unset members out (connector.canonical). Member names are contract
+-- names ([A-Za-z0-9_]+) and an unescaped quote only ever delimits a string, so these patterns
+-- cannot match inside a value. After the first pass only an object's first member can be null.
+CREATE OR REPLACE MACRO pms_strip_nulls(j) AS regexp_replace(regexp_replace(regexp_replace(
+    j, ',"[A-Za-z0-9_]+":null', '', 'g'),
+    '[{{]"[A-Za-z0-9_]+":null,', '{{', 'g'),
+    '[{{]"[A-Za-z0-9_]+":null[}}]', '{{}}', 'g');
+-- An object from the members of two objects and one member text between them, in that order.
+CREATE OR REPLACE MACRO pms_object(head, middle, tail) AS
+    '{{' || concat_ws(',', nullif(head[2:-2], ''), middle, nullif(tail[2:-2], '')) || '}}';
 """
 
 

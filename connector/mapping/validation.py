@@ -1,23 +1,31 @@
 """Checking every mapped document against the contract and splitting records from quarantine.
 
-pydantic parses each document straight from the JSON DuckDB built (no intermediate dicts);
-the canonical payload and hash are computed from the validated model, exactly as the diff and
-the push expect them (``connector.canonical``).
+DuckDB writes each record's canonical JSON (``connector.canonical``: sorted keys, unset members
+left out) and the text its hash is taken of. Most records then cost no Python of their own:
+a batch of them is validated in one call by a twin of the contract that builds no objects
+(``connector.mapping.fast_validation.bulk_validator``), and their payloads stay Arrow text.
+The rest (a conversion error, a conflicting duplicate, anything the twin refuses or whose text
+DuckDB might spell differently from Python) takes the record-by-record path through the
+contract model, whose verdict and messages are the contract's own.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import os
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
+import orjson
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import RESOURCES, Entity
-from connector.mapping.fast_validation import sure_validator
+from connector.mapping.fast_validation import bulk_validator, sure_validator
 from connector.records import (
     QUARANTINE_COLUMNS,
     RECORD_COLUMNS,
@@ -34,20 +42,44 @@ MISSING_REASON = "missing required value"
 SUPPORTED_DATES = ("1677-09-22", "2262-04-11")
 """The dates pandas' datetime64[ns] can hold (the plan's check-in/check-out columns)."""
 
+FAST_PATH_ENV = "PMS_SYNC_FAST_PATH"
+"""Set to 0 to send every record through the contract model (the slower reference path)."""
 
-@dataclass
-class MappedRows:
-    """One row per candidate record, as the entity query returns them."""
+VERIFY_ENV = "PMS_SYNC_VERIFY_FAST_PATH"
+"""When set, every record of the fast path is also run through the contract model and the
+Python canonical form, and any difference raises (the test suite sets it)."""
 
-    account_id: Sequence[str | None]
-    record_id: Sequence[str | None]
-    doc: Sequence[str | None]
-    conflicting: Sequence[bool]
-    errors: Sequence[list[dict[str, Any]] | None]
-    sources: Sequence[str]
-    row_numbers: Sequence[str]
-    checkin: Any
-    checkout: Any
+MAPPED_COLUMNS: tuple[str, ...] = (
+    "account_id",
+    "record_id",
+    "payload",  # canonical JSON written by DuckDB
+    "hash_text",  # the payload without volatile members; NULL when it is the payload itself
+    "conflicting",
+    "errors",
+    "sources",
+    "row_numbers",
+    "checkin",
+    "checkout",
+    "fast",  # nothing but the contract itself can fail this record
+    "validated",  # the payload was validated in an earlier run (the snapshot knows it)
+)
+"""Columns the entity query returns, one row per candidate record."""
+
+TWIN_CHUNK = 2_000
+"""Documents validated per call of the bulk twin."""
+
+_RESULT_SCHEMA = pa.schema(
+    [
+        ("account_id", pa.large_string()),
+        ("record_id", pa.large_string()),
+        ("payload", pa.large_string()),
+        ("content_hash", pa.large_string()),
+        ("checkin", pa.date32()),
+        ("checkout", pa.date32()),
+        ("source_rows", pa.large_string()),
+        ("position", pa.int64()),
+    ]
+)
 
 
 @dataclass
@@ -97,32 +129,124 @@ def _describe(problem: dict[str, Any]) -> tuple[str, str, Any]:
 class RecordValidator:
     """Validates the mapped rows of one entity batch by batch and collects the outcome.
 
-    Batches keep memory bounded: only the validated payloads stay, the documents of a batch
-    are dropped once it is done.
+    Batches keep memory bounded: only the validated payloads stay (as Arrow text), the rest of
+    a batch is dropped once it is done.
     """
 
-    def __init__(self, entity: Entity, volatile: Sequence[str]) -> None:
+    def __init__(
+        self, entity: Entity, volatile: list[str] | tuple[str, ...], *, hash_in_python: bool = False
+    ) -> None:
         self.entity = entity
         self.validate = RESOURCES[entity].model_validate_json
         # Native checks first; the contract model decides whatever they do not surely accept.
         self.validate_sure = sure_validator(RESOURCES[entity]).validate_json
+        self.validate_bulk = bulk_validator(RESOURCES[entity]).validate_json
         self.volatile = tuple(volatile)
+        self.hash_in_python = hash_in_python
+        self.verify = bool(os.environ.get(VERIFY_ENV))
+        self.fast_path = os.environ.get(FAST_PATH_ENV, "1") != "0"
         self.quarantine = _Quarantine(entity)
-        self.accounts: list[str] = []
-        self.ids: list[str] = []
-        self.payloads: list[str] = []
-        self.hashes: list[str] = []
-        self.source_rows: list[str] = []
-        self.checkins: list[Any] = []
-        self.checkouts: list[Any] = []
+        self.tables: list[pa.Table] = []
+        self.fast_count = 0  # accepted without the contract model
+        self.known_count = 0  # of which validated in an earlier run
+        self._offset = 0
 
-    def add(self, rows: MappedRows) -> None:
+    def add(self, batch: pa.RecordBatch) -> None:
+        fast = batch.column("fast").fill_null(False).to_numpy(zero_copy_only=False)
+        if not self.fast_path:
+            fast = fast & False
+        known = batch.column("validated").fill_null(False).to_numpy(zero_copy_only=False)
+        payloads = batch.column("payload")
+        # A payload validated before under this contract (the snapshot says) is valid as is.
+        accepted = [index for index, sure in enumerate(fast & known) if sure]
+        fast_positions = [index for index, sure in enumerate(fast & ~known) if sure]
+        slow = [index for index, sure in enumerate(fast) if not sure]
+        self.known_count += len(accepted)
+        if fast_positions:
+            texts = pc.take(payloads, pa.array(fast_positions)).to_pylist()
+            refused = self._refused_by_twin(texts)
+            for index, position in enumerate(fast_positions):
+                (slow if index in refused else accepted).append(position)
+        accepted.sort()
+        parts = [self._accepted(batch, accepted)] if accepted else []
+        if slow:
+            slow.sort()
+            parts.append(self._one_by_one(batch, slow))
+        if parts:
+            table = pa.concat_tables(parts).sort_by("position") if len(parts) > 1 else parts[0]
+            self.tables.append(table)
+        self.fast_count += len(accepted)
+        self._offset += batch.num_rows
+
+    def _refused_by_twin(self, texts: list[str]) -> set[int]:
+        refused: set[int] = set()
+        # Chunks bound the objects the twin builds (and drops) at once.
+        for start in range(0, len(texts), TWIN_CHUNK):
+            try:
+                self.validate_bulk("[" + ",".join(texts[start : start + TWIN_CHUNK]) + "]")
+            except ValidationError as error:
+                refused.update(
+                    start + problem["loc"][0]  # type: ignore[operator]
+                    for problem in error.errors(include_url=False)
+                )
+        return refused
+
+    def _accepted(self, batch: pa.RecordBatch, positions: list[int]) -> pa.Table:
+        """Records the twin accepted: payload and hashed text straight from DuckDB."""
+        taken = batch.take(pa.array(positions))
+        payloads = taken.column("payload")
+        if self.hash_in_python:
+            digests = [
+                content_hash(orjson.loads(text), self.volatile) for text in payloads.to_pylist()
+            ]
+        else:
+            hashed = pc.coalesce(taken.column("hash_text"), payloads).to_pylist()
+            digests = [
+                hashlib.blake2b(text.encode(), digest_size=16).hexdigest() for text in hashed
+            ]
+        if self.verify:
+            self._verify(payloads.to_pylist(), digests)
+        return pa.table(
+            {
+                "account_id": taken.column("account_id"),
+                "record_id": taken.column("record_id"),
+                "payload": payloads,
+                "content_hash": pa.array(digests, pa.large_string()),
+                "checkin": taken.column("checkin"),
+                "checkout": taken.column("checkout"),
+                "source_rows": pc.binary_join_element_wise(
+                    taken.column("sources"), taken.column("row_numbers"), ":"
+                ),
+                "position": pa.array([self._offset + index for index in positions], pa.int64()),
+            }
+        ).cast(_RESULT_SCHEMA)
+
+    def _verify(self, payloads: list[str], digests: list[str]) -> None:
+        for payload, digest in zip(payloads, digests, strict=True):
+            data = self.validate(payload).to_json_dict()
+            expected = (canonical_json(data), content_hash(data, self.volatile))
+            if expected != (payload, digest):
+                raise AssertionError(
+                    f"fast path differs from the contract model: {payload!r} / {digest} "
+                    f"but {expected[0]!r} / {expected[1]}"
+                )
+
+    def _one_by_one(self, batch: pa.RecordBatch, positions: list[int]) -> pa.Table:
+        """Records that need the contract model's verdict (and quarantine messages)."""
+        taken = batch.take(pa.array(positions))
+        names = [name for name in taken.schema.names if name not in ("checkin", "checkout")]
+        rows = taken.select(names).to_pydict() | {
+            # As text: DuckDB dates reach beyond Python's (a typo such as year 20250).
+            name: pc.cast(taken.column(name), pa.string()).to_pylist()
+            for name in ("checkin", "checkout")
+        }
         quarantine = self.quarantine
-        for index, document in enumerate(rows.doc):
-            account_id = rows.account_id[index]
-            record_id = rows.record_id[index]
-            source = rows.sources[index]
-            numbers = rows.row_numbers[index]
+        kept: dict[str, list[Any]] = {name: [] for name in _RESULT_SCHEMA.names}
+        for index, position in enumerate(positions):
+            account_id = rows["account_id"][index]
+            record_id = rows["record_id"][index]
+            source = rows["sources"][index]
+            numbers = rows["row_numbers"][index]
             if account_id is None or account_id == "":
                 quarantine.add(
                     None,
@@ -136,7 +260,7 @@ class RecordValidator:
             if record_id is None or record_id.strip() == "":
                 quarantine.add(account_id, None, source, numbers, "id", MISSING_REASON)
                 continue
-            if rows.conflicting[index]:
+            if rows["conflicting"][index]:
                 quarantine.add(
                     account_id,
                     record_id,
@@ -148,7 +272,7 @@ class RecordValidator:
                     record_id,
                 )
                 continue
-            conversion_errors = rows.errors[index]
+            conversion_errors = rows["errors"][index]
             if conversion_errors:
                 for item in conversion_errors:
                     quarantine.add(
@@ -161,22 +285,24 @@ class RecordValidator:
                         item["value"],
                     )
                 continue
+            document = rows["payload"][index]
             try:
-                resource = self.validate_sure(document)  # type: ignore[arg-type]
+                resource = self.validate_sure(document)
             except ValidationError:
                 resource = None
             try:
-                resource = resource or self.validate(document)  # type: ignore[arg-type]
+                resource = resource or self.validate(document)
             except ValidationError as error:
                 for problem in error.errors(include_url=False):
                     path, reason, value = _describe(problem)
                     quarantine.add(account_id, record_id, source, numbers, path, reason, value)
                 continue
-            beyond = _beyond_supported_dates(rows.checkin[index], rows.checkout[index])
+            checkin, checkout = rows["checkin"][index], rows["checkout"][index]
+            beyond = _beyond_supported_dates(checkin, checkout)
             if beyond:
-                field, value = beyond
+                field_path, value = beyond
                 quarantine.add(
-                    account_id, record_id, source, numbers, field, DATE_RANGE_REASON, value
+                    account_id, record_id, source, numbers, field_path, DATE_RANGE_REASON, value
                 )
                 continue
             data = resource.to_json_dict()
@@ -186,36 +312,51 @@ class RecordValidator:
             else:
                 # Without volatile members the hashed form is the payload itself.
                 digest = hashlib.blake2b(payload.encode(), digest_size=16).hexdigest()
-            self.accounts.append(account_id)
-            self.ids.append(resource.id)
-            self.payloads.append(payload)
-            self.hashes.append(digest)
-            self.source_rows.append(f"{source}:{numbers}")
-            self.checkins.append(rows.checkin[index])
-            self.checkouts.append(rows.checkout[index])
+            for name, value in (
+                ("account_id", account_id),
+                ("record_id", resource.id),
+                ("payload", payload),
+                ("content_hash", digest),
+                ("checkin", _day(checkin)),
+                ("checkout", _day(checkout)),
+                ("source_rows", f"{source}:{numbers}"),
+                ("position", self._offset + position),
+            ):
+                kept[name].append(value)
+        return pa.table(kept, schema=_RESULT_SCHEMA)
 
     def result(self) -> MappedRecords:
         records = empty_records()
-        if self.payloads:
-            records = pd.DataFrame(
-                {
-                    "account_id": pd.Series(self.accounts, dtype=object),
-                    "record_id": pd.Series(self.ids, dtype=object),
-                    "payload": pd.Series(self.payloads, dtype=object),
-                    "content_hash": pd.Series(self.hashes, dtype=object),
-                    "checkin": pd.to_datetime(pd.Series(self.checkins)).astype("datetime64[ns]"),
-                    "checkout": pd.to_datetime(pd.Series(self.checkouts)).astype("datetime64[ns]"),
-                    "source_rows": pd.Series(self.source_rows, dtype=object),
-                },
-                columns=list(RECORD_COLUMNS),
-            )
+        table = pa.concat_tables(self.tables) if self.tables else None
+        if table is not None and table.num_rows:
+            records = _records_frame(table.drop_columns(["position"]))
         rows = self.quarantine.rows
         quarantined = (
             pd.DataFrame(rows, columns=list(QUARANTINE_COLUMNS), dtype=object)
             if rows
             else empty_quarantine()
         )
-        return MappedRecords(entity=self.entity, records=records, quarantine=quarantined)
+        return MappedRecords(
+            entity=self.entity,
+            records=records,
+            quarantine=quarantined,
+            known_valid=self.known_count,
+        )
+
+
+def _records_frame(table: pa.Table) -> pd.DataFrame:
+    """The records as pandas, text left in Arrow memory (no Python string per payload)."""
+    frame = table.select([name for name in RECORD_COLUMNS]).to_pandas(
+        types_mapper={pa.large_string(): pd.ArrowDtype(pa.large_string())}.get,
+        date_as_object=False,
+    )
+    for column in ("checkin", "checkout"):
+        frame[column] = frame[column].astype("datetime64[ns]")
+    return frame
+
+
+def _day(text: str | None) -> date | None:
+    return None if text is None else date.fromisoformat(text)
 
 
 DATE_RANGE_REASON = (

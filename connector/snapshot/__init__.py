@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from connector.snapshot._duckdb import DuckDBSnapshot
+from connector.snapshot._duckdb import DuckDBSnapshot, validated_payloads
 from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
 from connector.snapshot._model import (
     Acknowledgement,
@@ -52,4 +52,5 @@ __all__ = [
     "Snapshot",
     "SnapshotStore",
     "migrate",
+    "validated_payloads",
 ]

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
-from connector.contract import CANCELLED, AccommodationStatus, Entity
+from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.records import RECORD_COLUMNS, empty_records
 from connector.snapshot._migrations import migrate
@@ -31,6 +32,9 @@ from connector.snapshot._model import (
     Refusal,
     RunRecord,
 )
+
+VALIDATED_PAYLOADS_SINCE = 6
+"""The schema version that records which contract validated each payload."""
 
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 
@@ -163,6 +167,19 @@ class DuckDBSnapshot:
             cursor.register("incoming_frame", frame)
             _refuse_duplicates(cursor, request.entity)
             decided = cursor.execute(_DIFF_SQL, params).df()
+            # Every incoming record passed the current contract in this run: an acknowledged
+            # payload identical to one of them is known valid under it from now on, so the
+            # next run's mapping need not validate it again (after an upgrade, say).
+            cursor.execute(
+                """
+                UPDATE acknowledged AS a SET validated_with = $contract
+                FROM incoming_frame AS i
+                WHERE a.entity = $entity AND a.validated_with IS DISTINCT FROM $contract
+                  AND a.account_id = i.account_id AND a.record_id = i.record_id
+                  AND a.payload = i.payload
+                """,
+                {"contract": CONTRACT_FINGERPRINT, "entity": str(request.entity)},
+            )
         finally:
             cursor.close()
         counts = decided.groupby(["account_id", "action", "reason"], as_index=False).size()
@@ -190,14 +207,17 @@ class DuckDBSnapshot:
                 SELECT account_id, entity, record_id, content_hash, payload,
                        CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout,
                        status, CAST(acknowledged_at AS TIMESTAMP) AS acknowledged_at,
-                       request_id, CAST(connection AS VARCHAR) AS connection
+                       request_id, CAST(connection AS VARCHAR) AS connection,
+                       md5(payload) AS payload_md5, $contract AS validated_with
                 FROM ack_frame
                 ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
                     content_hash = excluded.content_hash, payload = excluded.payload,
                     checkin = excluded.checkin, checkout = excluded.checkout,
                     status = excluded.status, acknowledged_at = excluded.acknowledged_at,
-                    request_id = excluded.request_id, connection = excluded.connection
-                """
+                    request_id = excluded.request_id, connection = excluded.connection,
+                    payload_md5 = excluded.payload_md5, validated_with = excluded.validated_with
+                """,
+                {"contract": CONTRACT_FINGERPRINT},
             )
             cursor.execute(
                 """
@@ -465,3 +485,27 @@ def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
             time.sleep(0.2)
         except duckdb.Error as error:
             raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
+
+
+def validated_payloads(path: str | Path) -> pa.Table | None:
+    """MD5s of the payloads a snapshot file knows valid under the current contract.
+
+    Read through a separate read-only connection before a run opens the snapshot. None when
+    there is nothing to read: no file yet, a schema before this cache, or a file another
+    process is writing (the run then validates every record, which is only slower).
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        return None
+    try:
+        with duckdb.connect(str(file), read_only=True) as connection:
+            row = connection.execute("SELECT max(version) FROM schema_migrations").fetchone()
+            if not row or (row[0] or 0) < VALIDATED_PAYLOADS_SINCE:
+                return None
+            return connection.execute(
+                "SELECT DISTINCT payload_md5 FROM acknowledged "
+                "WHERE validated_with = ? AND payload_md5 IS NOT NULL",
+                [CONTRACT_FINGERPRINT],
+            ).fetch_arrow_table()
+    except duckdb.Error:
+        return None

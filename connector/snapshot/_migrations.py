@@ -133,6 +133,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE runs ADD COLUMN connection VARCHAR",
         ),
     ),
+    Migration(
+        6,
+        "which contract validated each acknowledged payload",
+        (
+            # A payload the service acknowledged was valid under the contract that checked it:
+            # the mapping engine skips validating an identical payload again under the same
+            # contract (md5 of the canonical text; the contract's fingerprint alongside).
+            "ALTER TABLE acknowledged ADD COLUMN payload_md5 VARCHAR",
+            "ALTER TABLE acknowledged ADD COLUMN validated_with VARCHAR",
+            "UPDATE acknowledged SET payload_md5 = md5(payload)",
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

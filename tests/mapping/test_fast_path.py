@@ -1,0 +1,151 @@
+"""The mapping engine's fast path gives exactly what the contract model gives, record for record.
+
+Most records never meet the contract model: DuckDB writes their canonical JSON, a native twin
+validates a batch in one call, and payloads the snapshot already knows valid are not validated
+again. These tests hold that path to the reference (``PMS_SYNC_FAST_PATH=0``: every record
+through the model and Python's canonical JSON) on hostile cell values.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from connector.contract import Entity
+from connector.mapping import load_mapping, map_records
+from connector.mapping.validation import FAST_PATH_ENV
+from connector.records import MappedRecords
+
+HOTEL = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
+
+# Text a PMS export may hold: quotes, backslashes, control characters, any script (no NUL,
+# and no line breaks: the CSV reader refuses quoted line breaks, tested in tests/sources).
+_TEXT = st.text(
+    alphabet=st.characters(
+        codec="utf-8", exclude_characters="\x00\r\n", exclude_categories=["Cs"]
+    ),
+    max_size=12,
+)
+_NUMBER = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(min_value=-1e-3, max_value=1e-3).map(repr),
+    st.integers(-(10**20), 10**20).map(str),
+    _TEXT,
+)
+_EDITS = {
+    "guest_first_name": _TEXT,
+    "guest_last_name": _TEXT,
+    "guest_email": _TEXT,
+    "channel": _TEXT,
+    "price": _NUMBER,
+    "paid": _NUMBER,
+    "adults": _NUMBER,
+    "arrival": st.sampled_from(["2025-02-29", "2024-02-29", "2025-13-01", "0000-01-01"]) | _TEXT,
+    "eta": st.sampled_from(["16:45:00", "4pm", "25:00"]) | _TEXT,
+    "currency": st.sampled_from(["EUR", "eur", "XXX", "€"]) | _TEXT,
+    "modified_at": st.sampled_from(["2025-01-06 11:51", "2025-01-06T11:51:00.123456Z"]) | _TEXT,
+}
+
+
+def _export(folder: Path, edits: list[tuple[int, str, str]]) -> Path:
+    shutil.copytree(HOTEL, folder, dirs_exist_ok=True)
+    bookings = folder / "data" / "bookings.csv"
+    with bookings.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    for row_index, column, value in edits:
+        rows[row_index % len(rows)][column] = value
+    with bookings.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder / "mapping.yaml"
+
+
+def _map(mapping: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool, **options: object):
+    with monkeypatch.context() as patch:
+        patch.setenv(FAST_PATH_ENV, "1" if fast else "0")
+        return map_records(load_mapping(mapping), **options)  # type: ignore[arg-type]
+
+
+def _same(fast: MappedRecords, reference: MappedRecords) -> None:
+    def records(batch: MappedRecords) -> pd.DataFrame:
+        frame = batch.records.astype({"account_id": str, "record_id": str})
+        frame = frame.astype({"payload": str, "content_hash": str, "source_rows": str})
+        return frame.sort_values(["account_id", "record_id"]).reset_index(drop=True)
+
+    def quarantine(batch: MappedRecords) -> pd.DataFrame:
+        return batch.quarantine.sort_values(list(batch.quarantine.columns)).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(records(fast), records(reference))
+    pd.testing.assert_frame_equal(quarantine(fast), quarantine(reference))
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(
+        st.sampled_from(sorted(_EDITS)).flatmap(
+            lambda column: st.tuples(st.integers(0, 200), st.just(column), _EDITS[column])
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_fast_path_equals_the_contract_model_on_hostile_values(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    edits: list[tuple[int, str, str]],
+) -> None:
+    mapping = _export(tmp_path_factory.mktemp("hotel"), edits)
+    fast = _map(mapping, monkeypatch, fast=True)
+    reference = _map(mapping, monkeypatch, fast=False)
+    for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
+        _same(fast[entity], reference[entity])
+
+
+def test_payloads_known_valid_are_not_validated_again_and_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping = _export(tmp_path / "hotel", [])
+    first = _map(mapping, monkeypatch, fast=True)
+    import hashlib
+
+    payloads = first[Entity.RESERVATION].records["payload"].astype(str)
+    known = [hashlib.md5(text.encode()).hexdigest() for text in payloads[:10]]  # noqa: S324
+    known.append("0" * 32)  # a payload no record has
+    validated = pa.table({"payload_md5": pa.array(known, pa.string())})
+
+    again = _map(mapping, monkeypatch, fast=True, validated=validated)
+
+    assert again[Entity.RESERVATION].known_valid == 10
+    assert again[Entity.ACCOMMODATION].known_valid == 0
+    for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
+        _same(again[entity], first[entity])
+
+
+def test_a_known_payload_with_a_conversion_error_is_still_quarantined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache only ever skips the contract check of an error-free record: a row whose
+    # conversion failed is quarantined even if some earlier payload had the same text.
+    mapping = _export(tmp_path / "hotel", [(0, "adults", "two")])
+    first = _map(mapping, monkeypatch, fast=False)
+    quarantined = first[Entity.RESERVATION].quarantine
+    assert list(quarantined["field"]) == ["unitReservations.adults"]
+    everything = [
+        __import__("hashlib").md5(text.encode()).hexdigest()  # noqa: S324
+        for text in first[Entity.RESERVATION].records["payload"].astype(str)
+    ]
+    validated = pa.table({"payload_md5": pa.array(everything, pa.string())})
+    again = _map(mapping, monkeypatch, fast=True, validated=validated)
+    _same(again[Entity.RESERVATION], first[Entity.RESERVATION])
