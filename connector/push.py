@@ -122,7 +122,11 @@ class PushResult:
         return self.deferred + self.pending_by_urgency
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
-        return self.by_account.setdefault((entity, account_id), Counter())
+        # Called several times per change: no new Counter unless the key is new.
+        counter = self.by_account.get((entity, account_id))
+        if counter is None:
+            counter = self.by_account[(entity, account_id)] = Counter()
+        return counter
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
