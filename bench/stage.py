@@ -71,7 +71,7 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
 
     from connector.pipeline import load_batches
     from connector.plan import build_plan
-    from connector.push import _day
+    from connector.push import _changes_of
     from connector.snapshot import Acknowledgement, RecordStatus, Snapshot
 
     started = time.perf_counter()
@@ -87,13 +87,13 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
                     record_id=change.record_id,
                     content_hash=change.content_hash,
                     payload=change.payload,
-                    checkin=_day(change.checkin),
-                    checkout=_day(change.checkout),
+                    checkin=change.checkin,
+                    checkout=change.checkout,
                     status=RecordStatus(change.status_after),
                     acknowledged_at=now,
                     request_id=None,
                 )
-                for change in plan.changes.itertuples()
+                for change in _changes_of(plan.changes)
             ]
         )
     return {"seconds": time.perf_counter() - started, "records": len(plan.changes)}

@@ -5,13 +5,14 @@ reservations reference their units. Within a phase, ``concurrency`` workers take
 plan order. Every acknowledgement is committed to the snapshot in small batches (every
 ``commit_every`` answers or ``commit_interval`` seconds), so a crash loses at most the
 requests in flight and the last fraction of a second of answers; the next run re-sends them
-as the same idempotent upsert.
+as the same idempotent upsert. The commits run on one writer thread, not on the event loop:
+a DuckDB commit takes milliseconds during which no answer could otherwise be read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+import orjson
 import pandas as pd
 
 from connector.budget import Budget, BudgetGate
@@ -120,7 +122,11 @@ class PushResult:
         return self.deferred + self.pending_by_urgency
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
-        return self.by_account.setdefault((entity, account_id), Counter())
+        # Called several times per change: no new Counter unless the key is new.
+        counter = self.by_account.get((entity, account_id))
+        if counter is None:
+            counter = self.by_account[(entity, account_id)] = Counter()
+        return counter
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -149,8 +155,8 @@ class _Change(NamedTuple):
     payload: str
     content_hash: str
     status_after: str
-    checkin: Any
-    checkout: Any
+    checkin: date | None
+    checkout: date | None
     urgency: str
 
 
@@ -186,15 +192,15 @@ async def push_plan_async(
     if dry_run or not len(plan.changes):
         result.duration_s = time.monotonic() - started
         return result
-    columns = list(_Change._fields)
-    changes = [_Change(*row) for row in plan.changes.loc[:, columns].itertuples(index=False)]
+    changes = _changes_of(plan.changes)
     progress = _Progress(len(changes), on_progress)
-    recorder = _Recorder(snapshot, options, plan.connection)
     gate = BudgetGate(options.budget)
     trouble = UnitTrouble.from_snapshot(snapshot)
     async with client:
         shared = load_shared_state(snapshot, client)
-        flusher = asyncio.create_task(recorder.flush_periodically())
+        # From here until close() the writer thread is the only user of the snapshot (a
+        # DuckDB connection is not safe to share between threads): nothing below reads it.
+        recorder = _Recorder(snapshot, options, plan.connection)
         try:
             for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
                 phase = [change for change in changes if change.entity == entity]
@@ -204,12 +210,35 @@ async def push_plan_async(
                 if entity == Entity.ACCOMMODATION:
                     _note_unit_answers(phase, result, trouble)
         finally:
-            flusher.cancel()
-            recorder.flush()
+            # Waits until every answer is committed (nothing is in flight any more, so
+            # blocking the loop here delays no request).
+            recorder.close()
             save_shared_state(snapshot, client, shared)
     _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _changes_of(frame: pd.DataFrame) -> list[_Change]:
+    """The plan's rows as changes, their dates converted once for the whole plan."""
+    # Whole columns to lists, then zipped: iterating rows of Arrow-backed columns one value
+    # at a time costs more than the conversion.
+    columns = [
+        _days(frame[name]) if name in ("checkin", "checkout") else frame[name].tolist()
+        for name in _Change._fields
+    ]
+    return [_Change(*row) for row in zip(*columns, strict=True)]
+
+
+def _days(column: pd.Series) -> list[date | None]:
+    """Calendar days of a plan's date column (timestamps, ISO strings or missing), vectorised.
+
+    A per-value ``pd.Timestamp`` costs microseconds per change in the push loop.
+    """
+    # "mixed": a plan read back from a file may hold strings of more than one ISO shape.
+    stamps = pd.to_datetime(column, format="mixed")
+    days = stamps.dt.date.astype(object)
+    return days.where(stamps.notna(), None).tolist()
 
 
 def _note_unit_answers(units: list[_Change], result: PushResult, trouble: UnitTrouble) -> None:
@@ -318,8 +347,8 @@ def _record(
                 record_id=change.record_id,
                 content_hash=change.content_hash,
                 payload=change.payload,
-                checkin=_day(change.checkin),
-                checkout=_day(change.checkout),
+                checkin=change.checkin,
+                checkout=change.checkout,
                 status=RecordStatus(change.status_after),
                 acknowledged_at=now,
                 request_id=attempts.request_id,
@@ -427,17 +456,11 @@ def response_disagreement(
             return f"sent as {action}, service did not know it (newReservations)"
     ids = body.get("reservationIds")
     if isinstance(ids, list):
-        resource = json.loads(payload)
+        resource = orjson.loads(payload)
         expected = {f"{resource['id']}-{unit['id']}" for unit in resource["unitReservations"]}
         if set(map(str, ids)) != expected:
             return f"reservationIds {sorted(map(str, ids))} differ from the sent {sorted(expected)}"
     return None
-
-
-def _day(value: Any) -> date | None:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return pd.Timestamp(value).date()
 
 
 class _Progress:
@@ -453,7 +476,13 @@ class _Progress:
 
 
 class _Recorder:
-    """Buffers answers and commits them to the snapshot in small batches."""
+    """Buffers answers; one writer thread commits them to the snapshot in small batches.
+
+    The event loop only appends to the buffers. The writer commits whatever is buffered every
+    ``commit_interval`` seconds, or as soon as ``commit_every`` answers wait, so an answer is
+    durable at most one interval plus one commit after it came. A slow commit makes the next
+    batch larger, not later. The writer is the snapshot's only user until :meth:`close`.
+    """
 
     def __init__(
         self, snapshot: SnapshotStore, options: PushOptions, connection: str | None = None
@@ -461,26 +490,59 @@ class _Recorder:
         self.snapshot = snapshot
         self.options = options
         self.connection = connection  # the owner recorded with every acknowledgement
-        self._acks: list[Acknowledgement] = []
-        self._refusals: list[Refusal] = []
+        self._answers: list[Acknowledgement | Refusal] = []
+        self._lock = threading.Lock()  # guards _answers and _closing
+        self._wake = threading.Event()
+        self._closing = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._write_until_closed, name="pms-sync-snapshot-writer", daemon=True
+        )
+        self._thread.start()
 
     def acknowledge(self, ack: Acknowledgement) -> None:
-        self._acks.append(ack)
-        if len(self._acks) >= self.options.commit_every:
-            self.flush()
+        self._add(ack)
 
     def refuse(self, refusal: Refusal) -> None:
-        self._refusals.append(refusal)
-        if len(self._refusals) >= self.options.commit_every:
-            self.flush()
+        self._add(refusal)
 
-    def flush(self) -> None:
-        acks, self._acks = self._acks, []
-        refusals, self._refusals = self._refusals, []
-        self.snapshot.record_acknowledgements(acks)
-        self.snapshot.record_refusals(refusals)
+    def _add(self, answer: Acknowledgement | Refusal) -> None:
+        self._raise_if_failed()
+        with self._lock:
+            self._answers.append(answer)
+            due = len(self._answers) >= self.options.commit_every
+        if due:
+            self._wake.set()
 
-    async def flush_periodically(self) -> None:
+    def close(self) -> None:
+        """Commit everything buffered and stop the writer; raises a failed commit's error."""
+        with self._lock:
+            self._closing = True
+        self._wake.set()
+        self._thread.join()
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        # A failed commit (a full disk) fails the push, as it did on the loop: the answers
+        # not committed are re-sent by the next run. Raised once, then the run unwinds.
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def _write_until_closed(self) -> None:
         while True:
-            await asyncio.sleep(self.options.commit_interval)
-            self.flush()
+            self._wake.wait(self.options.commit_interval)
+            self._wake.clear()
+            with self._lock:
+                answers, self._answers = self._answers, []
+                closing = self._closing  # read with the swap: nothing is appended after it
+            acks = [a for a in answers if isinstance(a, Acknowledgement)]
+            refusals = [a for a in answers if isinstance(a, Refusal)]
+            try:
+                self.snapshot.record_acknowledgements(acks)
+                self.snapshot.record_refusals(refusals)
+            except BaseException as error:
+                self._error = error
+                return
+            if closing:
+                return

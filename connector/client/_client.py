@@ -1,9 +1,14 @@
 """The HTTP client of the service's sync webhooks.
 
-One ``httpx.AsyncClient`` per run: pooled keep-alive connections, a client-side rate limit,
-retries with exponential backoff and jitter for transient failures, and the x-request-id of
-every attempt kept for support. Nothing here touches the snapshot: the push decides what an
-answer means for the record.
+One pooled HTTP session per run: keep-alive connections, a client-side rate limit, retries
+with exponential backoff and jitter for transient failures, and the x-request-id of every
+attempt kept for support. Nothing here touches the snapshot: the push decides what an answer
+means for the record.
+
+The sync webhooks are the one hot path (one request per changed record), so on the default
+transport they are posted with aiohttp directly: httpx's request and response models on top
+of aiohttp cost about as much CPU as aiohttp itself (docs/decisions.md, "Transport"). The
+Open API client, a few requests per run, keeps httpx (``open_http``).
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ import json
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 import httpx
+import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from connector.client._config import (
@@ -43,6 +49,75 @@ _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 _MAX_MESSAGE = 2000
 REQUEST_ID_HEADER = "x-request-id"
+_SYNC_HEADERS = {"content-type": "application/json"}
+
+
+class _Answer(NamedTuple):
+    """One HTTP answer, read in full, whichever library fetched it."""
+
+    status: int
+    headers: Mapping[str, str]  # case-insensitive (aiohttp's CIMultiDict, httpx's Headers)
+    body: bytes
+    charset: str | None
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(self.charset or "utf-8", errors="replace")
+
+
+class _Poster(Protocol):
+    """POSTs a body to a path of the service; raises the transport's errors."""
+
+    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _AiohttpPoster:
+    """aiohttp directly: the same session, TLS, timeouts and proxy as the httpx transport."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._session = _aiohttp_session(
+            config,
+            headers={"user-agent": "pms-sync", **_SYNC_HEADERS},
+            # As httpx.Timeout(read, connect=..., pool=None) on the httpx transports.
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=config.connect_timeout, sock_read=config.read_timeout
+            ),
+        )
+        self._base = config.base_url.rstrip("/")  # httpx's base_url joins paths the same way
+        self._proxy = _environment_proxy(config.base_url) if config.trust_env else None
+
+    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
+        # Redirects are not followed (as with httpx): a 3xx is a configuration problem.
+        async with self._session.post(
+            self._base + path, data=body, headers=headers, proxy=self._proxy, allow_redirects=False
+        ) as response:
+            content = await response.read()
+            return _Answer(response.status, response.headers, content, response.charset)
+
+    async def aclose(self) -> None:
+        await self._session.close()
+
+
+class _HttpxPoster:
+    """httpx over the configured transport (``Transport.HTTPX``: httpx's own)."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._http = open_http(config, _SYNC_HEADERS)
+
+    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
+        response = await self._http.post(path, content=body, headers=dict(headers))
+        return _Answer(
+            response.status_code, response.headers, response.content, response.charset_encoding
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
 
 
 class ServiceClient:
@@ -61,7 +136,7 @@ class ServiceClient:
         self._shared_limiter = limiter
         self.limiters: dict[str, RateLimiter] = {}
         self.throttled = 0  # 429 answers received
-        self._http: httpx.AsyncClient | None = None
+        self._poster: _Poster | None = None
 
     def limiter_of(self, token: str) -> RateLimiter:
         if self._shared_limiter is not None:
@@ -86,7 +161,10 @@ class ServiceClient:
         return found
 
     async def __aenter__(self) -> ServiceClient:
-        self._http = open_http(self.config, {"content-type": "application/json"})
+        if self.config.transport == Transport.AIOHTTP:
+            self._poster = _AiohttpPoster(self.config)
+        else:
+            self._poster = _HttpxPoster(self.config)
         return self
 
     async def __aexit__(
@@ -95,15 +173,15 @@ class ServiceClient:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        if self._poster is not None:
+            await self._poster.aclose()
+            self._poster = None
 
     @property
-    def http(self) -> httpx.AsyncClient:
-        if self._http is None:
+    def poster(self) -> _Poster:
+        if self._poster is None:
             raise ServiceError("the service client is not open: use it as `async with`")
-        return self._http
+        return self._poster
 
     async def send_record(
         self, entity: Entity, account_id: str, event: SyncEvent, payload: str
@@ -128,9 +206,7 @@ class ServiceClient:
             retry_after: float | None = None
             try:
                 try:
-                    response = await self.http.post(
-                        SYNC_PATHS[entity], content=body, headers=headers
-                    )
+                    response = await self.poster.post(SYNC_PATHS[entity], body, headers)
                 finally:
                     # Answered, failed or cancelled: the request is no longer in flight.
                     limiter.done(ticket)
@@ -140,25 +216,25 @@ class ServiceClient:
                 outcome.message = f"{type(error).__name__}: {error}".strip()
             else:
                 outcome.request_ids.append(response.headers.get(REQUEST_ID_HEADER))
-                outcome.status = response.status_code
+                outcome.status = response.status
                 limiter.observe(response.headers, ticket)
                 if response.is_success:
                     outcome.delivery = Delivery.ACKNOWLEDGED
-                    outcome.body = _json_object(response)
+                    outcome.body = _json_object(response.body)
                     outcome.message = ""
                     return outcome
                 outcome.message = _masked_message(response.text, token, payload)
-                if response.status_code in (400, 403):
+                if response.status in (400, 403):
                     outcome.delivery = Delivery.REFUSED
                     return outcome
-                if response.status_code == 401:
+                if response.status == 401:
                     outcome.delivery = Delivery.UNAUTHORIZED
                     return outcome
-                if response.status_code != 429 and response.status_code < 500:
+                if response.status != 429 and response.status < 500:
                     outcome.delivery = Delivery.UNEXPECTED
                     return outcome
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
-                if response.status_code == 429:
+                if response.status == 429:
                     self.throttled += 1
                     limiter.throttled(retry_after)
             if attempt < retry.max_attempts:
@@ -183,23 +259,33 @@ def _transport(config: ClientConfig) -> httpx.AsyncBaseTransport:
         max_connections=config.concurrency, max_keepalive_connections=config.concurrency
     )
     if config.transport == Transport.AIOHTTP:
-
-        def session() -> aiohttp.ClientSession:
-            ssl_context = ssl.create_default_context() if config.verify_tls else False
-            connector = aiohttp.TCPConnector(limit=config.concurrency, ssl=ssl_context)
-            # trust_env stays off here: aiohttp would look proxies and .netrc up in a thread
-            # on every request (≈ 2 executor calls each); the proxy is resolved once instead.
-            return aiohttp.ClientSession(connector=connector, trust_env=False)
-
         proxy = _environment_proxy(config.base_url) if config.trust_env else None
         return AiohttpTransport(
             verify=config.verify_tls,
             limits=limits,
-            client=session,
+            client=lambda: _aiohttp_session(config),
             proxy=httpx.Proxy(proxy) if proxy else None,
         )
     return httpx.AsyncHTTPTransport(
         verify=config.verify_tls, limits=limits, trust_env=config.trust_env
+    )
+
+
+def _aiohttp_session(
+    config: ClientConfig,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: aiohttp.ClientTimeout | None = None,
+) -> aiohttp.ClientSession:
+    """The pooled aiohttp session of both paths (direct and under httpx)."""
+    ssl_context = ssl.create_default_context() if config.verify_tls else False
+    connector = aiohttp.TCPConnector(limit=config.concurrency, ssl=ssl_context)
+    # trust_env stays off here: aiohttp would look proxies and .netrc up in a thread on every
+    # request (≈ 2 executor calls each); the proxy is resolved once instead.
+    if timeout is None:  # under httpx: httpx hands its timeouts to each request
+        return aiohttp.ClientSession(connector=connector, trust_env=False, headers=headers)
+    return aiohttp.ClientSession(
+        connector=connector, trust_env=False, headers=headers, timeout=timeout
     )
 
 
@@ -241,10 +327,10 @@ def _auth_headers(token: str, placement: Iterable[TokenPlacement]) -> dict[str, 
     return headers
 
 
-def _json_object(response: httpx.Response) -> dict[str, Any] | None:
+def _json_object(body: bytes) -> dict[str, Any] | None:
     try:
-        parsed = response.json()
-    except ValueError:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
         return None
     return parsed if isinstance(parsed, dict) else None
 

@@ -16,10 +16,12 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 
 
 class Transport(StrEnum):
-    """The HTTP transport under httpx (see docs/decisions.md for the measurement)."""
+    """The HTTP library of the client (see docs/decisions.md, "Transport", for the figures)."""
 
-    AIOHTTP = "aiohttp"  # httpx over httpx_aiohttp.AiohttpTransport: the default
-    HTTPX = "httpx"  # httpx's own async transport (httpcore)
+    # The default: sync webhooks posted with aiohttp directly, the Open API through httpx
+    # over httpx_aiohttp.AiohttpTransport.
+    AIOHTTP = "aiohttp"
+    HTTPX = "httpx"  # httpx's own async transport (httpcore) for every request
 
 
 class TokenPlacement(StrEnum):

@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import duckdb
@@ -196,7 +196,7 @@ class DuckDBSnapshot:
     def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
         if not acknowledgements:
             return
-        frame = pd.DataFrame([asdict(ack) for ack in acknowledgements])
+        frame = _frame_of(acknowledgements, Acknowledgement)
         frame["entity"] = frame["entity"].astype(str)
         frame["status"] = frame["status"].astype(str)
         with self._transaction() as cursor:
@@ -260,7 +260,7 @@ class DuckDBSnapshot:
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         if not refusals:
             return
-        frame = pd.DataFrame([asdict(refusal) for refusal in refusals])
+        frame = _frame_of(refusals, Refusal)
         frame["entity"] = frame["entity"].astype(str)
         with self._transaction() as cursor:
             cursor.register("refusal_frame", frame)
@@ -423,6 +423,13 @@ class DuckDBSnapshot:
             raise
         finally:
             cursor.close()
+
+
+def _frame_of(rows: Sequence[Acknowledgement] | Sequence[Refusal], kind: type) -> pd.DataFrame:
+    """One column per field of the flat dataclass ``kind``. ``asdict`` deep-copies every
+    member of every row; the commits of a push run on a thread that shares the GIL with the
+    event loop, so the Python they cost is kept small."""
+    return pd.DataFrame({f.name: [getattr(row, f.name) for row in rows] for f in fields(kind)})
 
 
 def _unchanged_counts(incoming: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:

@@ -81,6 +81,39 @@ def test_transient_failures_past_the_retry_budget_leave_the_record_undelivered(
     assert (answer.delivery, answer.status, answer.attempts) == (Delivery.UNDELIVERED, 500, 6)
 
 
+@pytest.mark.parametrize("transport", list(Transport))
+def test_an_answer_slower_than_the_read_timeout_is_a_transient_failure(
+    service: SandboxHandle, transport: Transport
+) -> None:
+    service.set_faults(timeout_rate=1.0, timeout_s=2.0)
+    config = ClientConfig(
+        base_url=service.base_url,
+        transport=transport,
+        read_timeout=0.2,
+        retry=RetryPolicy(max_attempts=2, base_delay=0.001),
+    )
+
+    started = time.monotonic()
+    (answer,) = send(config)
+
+    assert (answer.delivery, answer.status, answer.attempts) == (Delivery.UNDELIVERED, None, 2)
+    assert answer.request_ids == [None, None]
+    assert "Timeout" in answer.message
+    assert time.monotonic() - started < 1.5  # gave up at the read timeout, not the answer
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_an_unexpected_answer_is_neither_retried_nor_acknowledged(
+    service: SandboxHandle, transport: Transport
+) -> None:
+    config = ClientConfig(base_url=f"{service.base_url}/nowhere", transport=transport)
+
+    (answer,) = send(config)
+
+    assert (answer.delivery, answer.status, answer.attempts) == (Delivery.UNEXPECTED, 404, 1)
+    assert answer.request_ids and answer.message
+
+
 def test_refusals_are_not_retried(service: SandboxHandle) -> None:
     config = ClientConfig(base_url=service.base_url, retry=FAST_RETRY)
 
