@@ -506,13 +506,13 @@ def validated_payloads(path: str | Path) -> pa.Table | None:
         return None
     try:
         with duckdb.connect(str(file), read_only=True) as connection:
-            row = connection.execute("SELECT max(version) FROM schema_migrations").fetchone()
-            if not row or (row[0] or 0) < VALIDATED_PAYLOADS_SINCE:
+            (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
+            if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None
-            return connection.execute(
+            return connection.sql(
                 "SELECT DISTINCT payload_md5 FROM acknowledged "
-                "WHERE validated_with = ? AND payload_md5 IS NOT NULL",
-                [CONTRACT_FINGERPRINT],
-            ).fetch_arrow_table()
+                "WHERE validated_with = $contract AND payload_md5 IS NOT NULL",
+                params={"contract": CONTRACT_FINGERPRINT},
+            ).to_arrow_table()
     except duckdb.Error:
         return None

@@ -149,3 +149,26 @@ def test_a_known_payload_with_a_conversion_error_is_still_quarantined(
     validated = pa.table({"payload_md5": pa.array(everything, pa.string())})
     again = _map(mapping, monkeypatch, fast=True, validated=validated)
     _same(again[Entity.RESERVATION], first[Entity.RESERVATION])
+
+
+def test_a_run_after_one_the_service_acknowledged_validates_only_what_changed(
+    tmp_path: Path,
+) -> None:
+    from connector.pipeline import load_batches
+    from connector.plan import build_plan
+    from connector.snapshot import Snapshot
+    from tests.snapshot.snapshot_samples import acknowledge_all
+
+    mapping = _export(tmp_path / "hotel", [])
+    snapshot_path = tmp_path / "snapshot.duckdb"
+    first, policy = load_batches(mapping, snapshot_path=snapshot_path)
+    assert all(batch.known_valid == 0 for batch in first.values())
+    with Snapshot.open(snapshot_path) as store:
+        acknowledge_all(store, build_plan(store, first, policy=policy))
+
+    _export(tmp_path / "hotel", [(0, "guest_last_name", "Changed")])
+    again, _ = load_batches(mapping, snapshot_path=snapshot_path)
+
+    units, reservations = again[Entity.ACCOMMODATION], again[Entity.RESERVATION]
+    assert units.known_valid == len(units.records) == len(first[Entity.ACCOMMODATION].records)
+    assert reservations.known_valid == len(reservations.records) - 1  # the changed booking
