@@ -9,6 +9,7 @@ through the model and Python's canonical JSON) on hostile cell values.
 from __future__ import annotations
 
 import csv
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -28,9 +29,7 @@ HOTEL = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
 # Text a PMS export may hold: quotes, backslashes, control characters, any script (no NUL,
 # and no line breaks: the CSV reader refuses quoted line breaks, tested in tests/sources).
 _TEXT = st.text(
-    alphabet=st.characters(
-        codec="utf-8", exclude_characters="\x00\r\n", exclude_categories=["Cs"]
-    ),
+    alphabet=st.characters(codec="utf-8", exclude_characters="\x00\r\n", exclude_categories=["Cs"]),
     max_size=12,
 )
 _NUMBER = st.one_of(
@@ -66,6 +65,10 @@ def _export(folder: Path, edits: list[tuple[int, str, str]]) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return folder / "mapping.yaml"
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()
 
 
 def _map(mapping: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool, **options: object):
@@ -118,10 +121,8 @@ def test_payloads_known_valid_are_not_validated_again_and_change_nothing(
 ) -> None:
     mapping = _export(tmp_path / "hotel", [])
     first = _map(mapping, monkeypatch, fast=True)
-    import hashlib
-
     payloads = first[Entity.RESERVATION].records["payload"].astype(str)
-    known = [hashlib.md5(text.encode()).hexdigest() for text in payloads[:10]]  # noqa: S324
+    known = [_md5(text) for text in payloads[:10]]
     known.append("0" * 32)  # a payload no record has
     validated = pa.table({"payload_md5": pa.array(known, pa.string())})
 
@@ -142,10 +143,7 @@ def test_a_known_payload_with_a_conversion_error_is_still_quarantined(
     first = _map(mapping, monkeypatch, fast=False)
     quarantined = first[Entity.RESERVATION].quarantine
     assert list(quarantined["field"]) == ["unitReservations.adults"]
-    everything = [
-        __import__("hashlib").md5(text.encode()).hexdigest()  # noqa: S324
-        for text in first[Entity.RESERVATION].records["payload"].astype(str)
-    ]
+    everything = [_md5(text) for text in first[Entity.RESERVATION].records["payload"].astype(str)]
     validated = pa.table({"payload_md5": pa.array(everything, pa.string())})
     again = _map(mapping, monkeypatch, fast=True, validated=validated)
     _same(again[Entity.RESERVATION], first[Entity.RESERVATION])

@@ -15,7 +15,7 @@ from tests.snapshot.snapshot_samples import TODAY, acknowledge_all, batches, uni
 
 
 def _md5(text: str) -> str:
-    return hashlib.md5(text.encode()).hexdigest()  # noqa: S324
+    return hashlib.md5(text.encode()).hexdigest()
 
 
 def _acknowledged_once(path: Path) -> list[str]:
