@@ -756,21 +756,23 @@ class Compiler:
         values = ", ".join(["raw.*", *compiler.value_columns])
         volatile = sorted(set(self._volatile))
         record_volatile, unit_volatile = _split_volatile(entity, volatile)
+        parts = {"doc": document, "tail": tail, "unit": units}
         texts = [
-            f"{document.text()} AS doc",
-            f"{tail.text() if tail.members else 'NULL'} AS tail",
-            f"{units.text() if units.members else 'NULL'} AS unit",
+            f"{part.text() if part.members else 'NULL'} AS {name}" for name, part in parts.items()
         ]
         hash_in_python = False
         if volatile:
             try:
-                texts += [
-                    f"{document.text(record_volatile)} AS hdoc",
-                    f"{tail.text(record_volatile) if tail.members else 'NULL'} AS htail",
-                    f"{units.text(unit_volatile) if units.members else 'NULL'} AS hunit",
-                ]
+                for name, part in parts.items():
+                    without = unit_volatile if name == "unit" else record_volatile
+                    hashed = part.text(without) if part.members else "NULL"
+                    # A part without volatile members is its own hashed form: name it instead
+                    # of having DuckDB write the same text twice.
+                    same = hashed == (part.text() if part.members else "NULL")
+                    texts.append(f"{name if same else hashed} AS h{name}")
             except VolatileInRows:
                 hash_in_python = True
+                texts = texts[:3]
         if not volatile or hash_in_python:
             texts += ["NULL::VARCHAR AS hdoc", "NULL::VARCHAR AS htail", "NULL::VARCHAR AS hunit"]
         ctes = list(self._ctes)
