@@ -92,6 +92,8 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
                     status=RecordStatus(change.status_after),
                     acknowledged_at=now,
                     request_id=None,
+                    # As a pushed first run records it: later runs then adopt nothing.
+                    connection=plan.connection,
                 )
                 for change in _changes_of(plan.changes)
             ]
