@@ -66,6 +66,9 @@ def mapped_metadata(batch: MappedRecords) -> dict[str, Any]:
         "quarantined_rows": dg.MetadataValue.int(quarantined_rows(batch)),
         "quarantine_problems": dg.MetadataValue.int(len(quarantine)),
         "quarantine_share": dg.MetadataValue.float(round(quarantine_share(batch), 6)),
+        # Payloads identical to ones the service acknowledged under this contract: not
+        # validated again (connector.snapshot.validated_payloads).
+        "validated_before": dg.MetadataValue.int(batch.known_valid),
         "accounts": dg.MetadataValue.int(len(per_account)),
         "records_per_account": dg.MetadataValue.md(
             markdown_table(("account", "records"), per_account.head(SAMPLE_ROWS).items())

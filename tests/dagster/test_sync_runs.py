@@ -102,6 +102,10 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
         metadata(second, "synced_reservations")["skip"],
         metadata(second, "synced_reservations")["requests"],
     ) == (12, 0)
+    # The second mapping read the payloads the service acknowledged: none validated again.
+    assert metadata(first, "mapped_reservations")["validated_before"] == 0
+    assert metadata(second, "mapped_accommodations")["validated_before"] == 3
+    assert metadata(second, "mapped_reservations")["validated_before"] == 12
 
 
 def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
