@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
@@ -152,9 +153,12 @@ class RecordValidator:
         self._offset = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
+        missing = set(MAPPED_COLUMNS) - set(batch.schema.names)
+        if missing:
+            raise AssertionError(f"the entity query lacks the columns {sorted(missing)}")
         fast = batch.column("fast").fill_null(False).to_numpy(zero_copy_only=False)
         if not self.fast_path:
-            fast = fast & False
+            fast = np.zeros(len(fast), dtype=bool)
         known = batch.column("validated").fill_null(False).to_numpy(zero_copy_only=False)
         payloads = batch.column("payload")
         # A payload validated before under this contract (the snapshot says) is valid as is.
