@@ -72,29 +72,17 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
     from connector.pipeline import load_batches
     from connector.plan import build_plan
     from connector.push import _changes_of
-    from connector.snapshot import Acknowledgement, RecordStatus, Snapshot
+    from connector.snapshot import Snapshot
 
     started = time.perf_counter()
     batches, policy = load_batches(mapping)
     with Snapshot.open(snapshot) as store:
         plan = build_plan(store, batches, policy=policy)
         now = datetime.now(UTC).replace(tzinfo=None)
+        # As a pushed first run records them (with the connection: later runs adopt nothing).
         store.record_acknowledgements(
             [
-                Acknowledgement(
-                    account_id=change.account_id,
-                    entity=change.entity,
-                    record_id=change.record_id,
-                    content_hash=change.content_hash,
-                    payload=change.payload,
-                    checkin=change.checkin,
-                    checkout=change.checkout,
-                    status=RecordStatus(change.status_after),
-                    acknowledged_at=now,
-                    request_id=None,
-                    # As a pushed first run records it: later runs then adopt nothing.
-                    connection=plan.connection,
-                )
+                change.acknowledgement(now, None, plan.connection)
                 for change in _changes_of(plan.changes)
             ]
         )

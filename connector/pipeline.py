@@ -7,7 +7,8 @@ a terminal, Dagster turns it into metadata.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -178,6 +179,33 @@ def load_batches(
     return dict(batches), ReconcilePolicy.from_mapping(mapping)
 
 
+@contextmanager
+def planned(
+    mapping_path: str | Path,
+    settings: SyncSettings,
+    *,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+    force: Force | None = None,
+    today: date | None = None,
+) -> Iterator[tuple[Plan, SnapshotStore]]:
+    """Map and diff without sending anything; the snapshot stays open for what follows."""
+    batches, policy = load_batches(
+        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+    )
+    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+        plan = build_plan(
+            snapshot,
+            batches,
+            policy=policy,
+            window=window,
+            force=force,
+            today=today,
+            urgency=settings.urgency,
+        )
+        yield plan, snapshot
+
+
 def plan_sync(
     mapping_path: str | Path,
     settings: SyncSettings,
@@ -188,19 +216,10 @@ def plan_sync(
     today: date | None = None,
 ) -> Plan:
     """Map and diff without sending anything."""
-    batches, policy = load_batches(
-        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
-    )
-    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        return build_plan(
-            snapshot,
-            batches,
-            policy=policy,
-            window=window,
-            force=force,
-            today=today,
-            urgency=settings.urgency,
-        )
+    with planned(
+        mapping_path, settings, entities=entities, window=window, force=force, today=today
+    ) as (plan, _snapshot):
+        return plan
 
 
 def run_sync(
@@ -401,6 +420,7 @@ __all__ = [
     "SyncReport",
     "load_batches",
     "plan_sync",
+    "planned",
     "run_sync",
     "sync_batches",
 ]

@@ -31,7 +31,7 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
-from connector.plan import CHANGE_COLUMNS, Force, Plan, build_plan
+from connector.plan import CHANGE_COLUMNS, Force, Plan
 from connector.plan_diff import field_changes
 from connector.records import DateWindow
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate
@@ -114,22 +114,12 @@ def plan_to_file(
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
     """Map, diff and write the plan file; sends nothing."""
     from connector.mapping import load_mapping
-    from connector.pipeline import load_batches
+    from connector.pipeline import planned
 
-    batches, policy = load_batches(
-        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
-    )
     rules = GuardRules.from_mapping(load_mapping(mapping_path))
-    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
-        plan = build_plan(
-            snapshot,
-            batches,
-            policy=policy,
-            window=window,
-            force=force,
-            today=today,
-            urgency=settings.urgency,
-        )
+    with planned(
+        mapping_path, settings, entities=entities, window=window, force=force, today=today
+    ) as (plan, snapshot):
         verdict = evaluate(plan, snapshot, rules)
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
     write_plan_file(out, document)

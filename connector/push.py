@@ -159,6 +159,24 @@ class _Change(NamedTuple):
     checkout: date | None
     urgency: str
 
+    def acknowledgement(
+        self, at: datetime, request_id: str | None, connection: str | None
+    ) -> Acknowledgement:
+        """What the snapshot records once the service acknowledged this change."""
+        return Acknowledgement(
+            account_id=self.account_id,
+            entity=Entity(self.entity),
+            record_id=self.record_id,
+            content_hash=self.content_hash,
+            payload=self.payload,
+            checkin=self.checkin,
+            checkout=self.checkout,
+            status=RecordStatus(self.status_after),
+            acknowledged_at=at,
+            request_id=request_id,
+            connection=connection,
+        )
+
 
 def push_plan(
     plan: Plan,
@@ -340,21 +358,7 @@ def _record(
     now = datetime.now(UTC).replace(tzinfo=None)
     if attempts.delivery == Delivery.ACKNOWLEDGED:
         _settle(result, change, Outcome.ACKNOWLEDGED)
-        recorder.acknowledge(
-            Acknowledgement(
-                account_id=change.account_id,
-                entity=Entity(change.entity),
-                record_id=change.record_id,
-                content_hash=change.content_hash,
-                payload=change.payload,
-                checkin=change.checkin,
-                checkout=change.checkout,
-                status=RecordStatus(change.status_after),
-                acknowledged_at=now,
-                request_id=attempts.request_id,
-                connection=recorder.connection,
-            )
-        )
+        recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
         detail = response_disagreement(change.entity, change.action, change.payload, attempts.body)
         if detail:
             result.disagreements.append(

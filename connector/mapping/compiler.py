@@ -23,7 +23,14 @@ from connector.contract import Accommodation, Entity, Reservation, UnitReservati
 from connector.contract import _formats as formats
 from connector.errors import MappingError
 from connector.mapping.expressions import Condition, Expression, as_expression
-from connector.mapping.json_text import JsonList, JsonObject, JsonValue, VolatileInRows, leaf_text
+from connector.mapping.json_text import (
+    JsonList,
+    JsonObject,
+    JsonValue,
+    VolatileInRows,
+    leaf_text,
+    value_text,
+)
 from connector.mapping.model import (
     Join,
     Mapping,
@@ -458,7 +465,7 @@ class ScopeCompiler:
                 document.presence.append(compiled.text())
             elif shape == "object_list":
                 compiled = self.object_list(value, sub, child_member, child_path)  # type: ignore[arg-type]
-                document.presence.append(JsonObject({name: compiled}).text())
+                document.presence.append(value_text(compiled))
             else:
                 leaf = self.leaf(value, info, child_member, child_path)
                 compiled = leaf_text(leaf.sql)
@@ -547,7 +554,6 @@ class Compiler:
         self.user_sql: list[tuple[str, MemberPath]] = []
         self._index = 0
         self._ctes: list[str] = []
-        self.lookups_used: set[str] = set()
         self._volatile: list[str] = []
 
     def next_index(self) -> int:
@@ -567,7 +573,6 @@ class Compiler:
         if name not in self.mapping.lookups:
             known = ", ".join(sorted(self.mapping.lookups)) or "none"
             raise self.error(f"unknown lookup {name!r} (lookups: {known})", member)
-        self.lookups_used.add(name)
         values = self.mapping.lookups[name]
         if len(values) > INLINE_LOOKUP_LIMIT:
             return f"(SELECT value FROM lookup_{name} WHERE key = {key})"

@@ -45,7 +45,7 @@ class JsonObject:
             if name in dropped:
                 continue
             inner = [path.split(".", 1)[1] for path in dropped if path.startswith(f"{name}.")]
-            parts.append(f"{_key(name)} || {_value_text(self.members[name], inner)}")
+            parts.append(f"{_key(name)} || {value_text(self.members[name], inner)}")
         body = f"'{{' || concat_ws(',', {', '.join(parts)}) || '}}'" if parts else "'{}'"
         if self.required or not self.presence:
             return body
@@ -62,7 +62,9 @@ def _key(name: str) -> str:
     return "'\"" + name + "\":'"
 
 
-def _value_text(value: JsonValue, without: list[str]) -> str:
+def value_text(value: JsonValue, without: list[str] | None = None) -> str:
+    """SQL of a member value's JSON text (NULL when unset), without the dotted paths given."""
+    without = without or []
     if isinstance(value, JsonObject):
         return value.text(without)
     if isinstance(value, JsonList):

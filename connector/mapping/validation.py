@@ -148,8 +148,7 @@ class RecordValidator:
         self.fast_path = os.environ.get(FAST_PATH_ENV, "1") != "0"
         self.quarantine = _Quarantine(entity)
         self.tables: list[pa.Table] = []
-        self.fast_count = 0  # accepted without the contract model
-        self.known_count = 0  # of which validated in an earlier run
+        self.known_count = 0  # accepted as validated in an earlier run
         self._offset = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -179,7 +178,6 @@ class RecordValidator:
         if parts:
             table = pa.concat_tables(parts).sort_by("position") if len(parts) > 1 else parts[0]
             self.tables.append(table)
-        self.fast_count += len(accepted)
         self._offset += batch.num_rows
 
     def _refused_by_twin(self, texts: list[str]) -> set[int]:
