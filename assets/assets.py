@@ -26,7 +26,12 @@ from assets.resources import (
     SourcesResource,
     SyncChecksResource,
 )
-from assets.safety import anomaly_check_spec, anomaly_result, raise_if_blocked
+from assets.safety import (
+    anomaly_check_spec,
+    anomaly_result,
+    raise_if_blocked,
+    raise_if_unusable,
+)
 from connector.budget import format_duration
 from connector.contract import Entity
 from connector.pipeline import SyncReport, load_batches, sync_batches
@@ -47,6 +52,7 @@ was acknowledged before is a skip and is not sent again."""
 CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
 CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
 CHECK_ACCOUNTS_AUTHENTICATED = "accounts_authenticated"
+CHECK_ANSWERS_AGREE = "service_answers_agree"
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,14 @@ def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpe
             asset=key,
             description="The service accepted the credentials of every account of the export.",
         ),
+        dg.AssetCheckSpec(
+            CHECK_ANSWERS_AGREE,
+            asset=key,
+            description=(
+                "Every answer of the service confirmed what was sent: no 2xx without the "
+                "documented body, no counts that contradict the request (docs/decisions.md)."
+            ),
+        ),
         anomaly_check_spec(key),
     ]
     if entity == Entity.RESERVATION:
@@ -201,6 +215,7 @@ def _sync(
         window=batch.window,
         guard=GuardRules.from_mapping(connection.mapping),
         allow_mass_change=sync_checks.allow_mass_change,
+        release_units_with_stays=sync_checks.allow_deactivation_with_stays,
     )
 
 
@@ -228,9 +243,39 @@ def _check_results(
             },
         ),
     ]
+    results.append(_answers_agree_result(key, report))
     if entity == Entity.RESERVATION:
         results.append(_upcoming_sent_result(key, report))
     return results
+
+
+def _answers_agree_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheckResult:
+    disagreements = report.push.disagreements
+    unconfirmed = report.push.unconfirmed
+    first = disagreements[0] if disagreements else None
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_ANSWERS_AGREE,
+        passed=not disagreements and not unconfirmed,
+        # The service may hold something else than the snapshot says: an operator looks.
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(
+            f"{len(disagreements)} answer(s) contradict the request, {unconfirmed} 2xx "
+            "answer(s) were not the documented body"
+            + (
+                f"; first: {first.account_id}/{first.record_id}: {first.detail} "
+                f"(x-request-id {first.request_id or '-'})"
+                if first
+                else ""
+            )
+            if disagreements or unconfirmed
+            else None
+        ),
+        metadata={
+            "disagreements": dg.MetadataValue.int(len(disagreements)),
+            "unconfirmed": dg.MetadataValue.int(unconfirmed),
+        },
+    )
 
 
 def _upcoming_sent_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheckResult:
@@ -353,6 +398,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
                 ),
             ],
         )
+        raise_if_unusable(report)
         raise_if_blocked(report)
         # The reservations' sync of the same run reports the refused accounts at the end.
         last = not _runs_in_same_run(context, keys.synced_reservations)
@@ -424,6 +470,7 @@ def _synced_reservations(
                 ),
             ],
         )
+        raise_if_unusable(report)
         raise_if_blocked(report)
         if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
             refused = {**accommodations.refused_accounts, **refused}

@@ -143,6 +143,15 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         **{action: dg.MetadataValue.int(counts[action]) for action in map(str, ACTIONS)},
         "held": dg.MetadataValue.int(report.held),
         "held_back": dg.MetadataValue.int(len(push.held_back)),
+        # Records in the export but invalid, and of those the ones the service keeps in their
+        # last acknowledged version (never deactivated or cancelled for being invalid).
+        "quarantined_records": dg.MetadataValue.int(report.plan.quarantined),
+        "kept_quarantined": dg.MetadataValue.int(report.plan.kept_quarantined),
+        "units_held_with_stays": dg.MetadataValue.int(
+            int((~report.plan.units_with_stays["released"].astype(bool)).sum())
+        ),
+        "disagreements": dg.MetadataValue.int(len(push.disagreements)),
+        "unconfirmed": dg.MetadataValue.int(push.unconfirmed),
         **{outcome: dg.MetadataValue.int(outcomes[outcome]) for outcome in map(str, OUTCOMES)},
         "requests": dg.MetadataValue.int(report.requests),
         "records": dg.MetadataValue.int(extracted),
@@ -258,4 +267,33 @@ def safety_metadata(report: SyncReport) -> dict[str, Any]:
         )
     if report.guard.changes:
         metadata["mass_change_guard"] = dg.MetadataValue.text(report.guard.message())
+    units = report.plan.units_with_stays
+    if len(units):
+        metadata["units_with_stays"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "unit", "stays", "last checkout", "deactivated"),
+                (
+                    (
+                        u.account_id,
+                        u.unit_id,
+                        u.stays,
+                        u.last_checkout,
+                        "yes (approved)" if u.released else "no (held)",
+                    )
+                    for u in units.head(SAMPLE_ROWS).itertuples(index=False)
+                ),
+            )
+        )
+    if report.push.disagreements:
+        metadata["disagreements_sample"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "record", "action", "detail", "x-request-id"),
+                (
+                    (d.account_id, d.record_id, d.action, d.detail, d.request_id)
+                    for d in report.push.disagreements[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    if report.plan.unusable:
+        metadata["unusable"] = dg.MetadataValue.text("; ".join(report.plan.unusable.values()))
     return metadata

@@ -147,6 +147,13 @@ class SyncChecksResource(dg.ConfigurableResource):
             "of the one run you approve: resources.sync_checks.config.allow_mass_change: true."
         ),
     )
+    allow_deactivation_with_stays: bool = Field(
+        default=False,
+        description=(
+            "Deactivate units gone from the export although guests still stay in them (they "
+            "are held otherwise, spec §3). allow_mass_change approves this too."
+        ),
+    )
     anomaly_history_runs: int = Field(
         default=7, description="Successful runs the count_anomalies check compares with."
     )

@@ -106,3 +106,15 @@ def raise_if_blocked(report: SyncReport) -> None:
             },
             allow_retries=False,
         )
+
+
+def raise_if_unusable(report: SyncReport) -> None:
+    """Fail the step when the export gave nothing usable (no rows, or every one quarantined):
+    nothing of it was sent and nothing was reconciled, and a rerun would read the same."""
+    if report.plan.unusable:
+        raise dg.Failure(
+            "nothing usable in the export: "
+            + "; ".join(report.plan.unusable.values())
+            + " (nothing of it was sent, nothing was deactivated or cancelled because of it)",
+            allow_retries=False,
+        )

@@ -23,7 +23,13 @@ from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
 from connector.records import DateWindow, MappedRecords
-from connector.safety.guard import GuardRules, GuardVerdict, evaluate, withhold
+from connector.safety.guard import (
+    GuardRules,
+    GuardVerdict,
+    MassChangeRule,
+    evaluate,
+    withhold,
+)
 from connector.settings import SyncSettings
 from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore, validated_payloads
 from connector.urgency import URGENCY_CLASSES
@@ -34,7 +40,9 @@ _SAMPLE = 20  # problems listed in a report; the rest are counted
 class RunStatus:
     SUCCEEDED = "succeeded"  # every change acknowledged (or nothing to send)
     INCOMPLETE = "incomplete"  # some changes dead-lettered, failed, pending or held back
+    DISAGREED = "disagreed"  # every change acknowledged, but some answers contradicted it
     BLOCKED = "blocked"  # the mass-change guard stopped an account's push (docs/safety-rails.md)
+    UNUSABLE = "unusable"  # an entity's export gave nothing: no rows, or every one quarantined
     DRY_RUN = "dry_run"
 
 
@@ -81,11 +89,18 @@ class SyncReport:
 
     @property
     def status(self) -> str:
+        """The one word for the run; the most serious condition wins."""
         if self.push.dry_run:
             return RunStatus.DRY_RUN
+        if self.plan.unusable:
+            return RunStatus.UNUSABLE
         if self.guard.blocked:
             return RunStatus.BLOCKED
-        return RunStatus.SUCCEEDED if self.push.complete else RunStatus.INCOMPLETE
+        if not self.push.complete:
+            return RunStatus.INCOMPLETE
+        if self.push.disagreements:
+            return RunStatus.DISAGREED
+        return RunStatus.SUCCEEDED
 
     @property
     def duration_s(self) -> float:
@@ -100,6 +115,10 @@ class SyncReport:
             "dry_run": self.push.dry_run,
             "counts": self.counts,
             "held": self.held,
+            "quarantined": self.plan.quarantined,
+            "kept_quarantined": self.plan.kept_quarantined,
+            "units_with_stays": self.plan.units_with_stays_json(),
+            "unusable": self.plan.unusable,
             "held_back": [
                 {
                     "entity": h.entity,
@@ -188,12 +207,17 @@ def planned(
     window: DateWindow | None = None,
     force: Force | None = None,
     today: date | None = None,
+    release_units_with_stays: bool = False,
 ) -> Iterator[tuple[Plan, SnapshotStore]]:
-    """Map and diff without sending anything; the snapshot stays open for what follows."""
+    """Map and diff without sending anything; the snapshot stays open (read-only) for what
+    follows."""
     batches, policy = load_batches(
         mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
     )
-    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+    # Read-only: a plan writes nothing, and creates no snapshot file where there is none.
+    with Snapshot.open(
+        settings.snapshot_path, lock_timeout=settings.lock_timeout, read_only=True
+    ) as snapshot:
         plan = build_plan(
             snapshot,
             batches,
@@ -202,6 +226,7 @@ def planned(
             force=force,
             today=today,
             urgency=settings.urgency,
+            release_units_with_stays=release_units_with_stays,
         )
         yield plan, snapshot
 
@@ -214,10 +239,17 @@ def plan_sync(
     window: DateWindow | None = None,
     force: Force | None = None,
     today: date | None = None,
+    release_units_with_stays: bool = False,
 ) -> Plan:
     """Map and diff without sending anything."""
     with planned(
-        mapping_path, settings, entities=entities, window=window, force=force, today=today
+        mapping_path,
+        settings,
+        entities=entities,
+        window=window,
+        force=force,
+        today=today,
+        release_units_with_stays=release_units_with_stays,
     ) as (plan, _snapshot):
         return plan
 
@@ -233,6 +265,7 @@ def run_sync(
     on_progress: ProgressCallback | None = None,
     today: date | None = None,
     allow_mass_change: bool = False,
+    release_units_with_stays: bool = False,
 ) -> SyncReport:
     """Map, plan, push and record one run of a mapping file."""
     started = _now()
@@ -255,6 +288,7 @@ def run_sync(
         today=today,
         guard=guard,
         allow_mass_change=allow_mass_change,
+        release_units_with_stays=release_units_with_stays,
     )
 
 
@@ -272,12 +306,15 @@ def sync_batches(
     today: date | None = None,
     guard: GuardRules | None = None,
     allow_mass_change: bool = False,
+    release_units_with_stays: bool = False,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
 
     The mass-change guard (``guard``, default thresholds when None) withholds every change of
     an account over a limit unless ``allow_mass_change``; the report's status is then
-    ``blocked`` and ``report.guard.message()`` says why and how to approve.
+    ``blocked`` and ``report.guard.message()`` says why and how to approve. A unit that
+    guests still stay in is not deactivated unless ``release_units_with_stays`` or
+    ``allow_mass_change`` approves it.
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
@@ -292,6 +329,7 @@ def sync_batches(
             force=force,
             today=today,
             urgency=settings.urgency,
+            release_units_with_stays=release_units_with_stays or allow_mass_change,
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
@@ -351,6 +389,13 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
     keys |= {
         (str(e), str(a))
         for e, a in zip(plan.extracted["entity"], plan.extracted["account_id"], strict=True)
+    }
+    # Accounts of the last successful run with no row now: recorded with zero rows, so that
+    # once a run is approved, zero is the baseline and the guard does not trip every night.
+    keys |= {
+        (change.entity, change.account_id)
+        for change in report.guard.changes
+        if change.rule == MassChangeRule.ROW_DROP and change.count == 0
     }
     counts: list[RunCounts] = []
     for entity, account in sorted(keys):

@@ -20,7 +20,13 @@ import pandas as pd
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.records import DateWindow, MappedRecords
-from connector.snapshot import DiffRequest, OnMissing, RecordStatus, SnapshotStore
+from connector.snapshot import (
+    DiffRequest,
+    OnMissing,
+    RecordStatus,
+    SnapshotStore,
+    UnitStaysRequest,
+)
 from connector.urgency import URGENCY_CLASSES, UrgencyPolicy
 
 
@@ -37,6 +43,18 @@ SENDING_ACTIONS: frozenset[Action] = frozenset(set(Action) - {Action.SKIP})
 
 SKIP_REASON_DEAD_LETTERED = "dead_lettered"
 """A skip whose record the service refused before with the same content (shown as ``held``)."""
+SKIP_REASON_UPCOMING_STAYS = "upcoming_stays"
+"""A unit gone from the export that guests still stay in: not deactivated (shown as ``held``)."""
+SKIP_REASON_UNIDENTIFIED_ROWS = "unidentified_rows"
+"""A record gone from the export of an account that has rows without an id: it may be one of
+them, so it is not deactivated or cancelled (shown as ``held``)."""
+SKIP_REASON_QUARANTINED = "quarantined"
+"""A known record whose rows are in the export but invalid: the service keeps its last
+acknowledged version (counted under ``quarantined``, not as missing)."""
+HELD_REASONS: frozenset[str] = frozenset(
+    {SKIP_REASON_DEAD_LETTERED, SKIP_REASON_UPCOMING_STAYS, SKIP_REASON_UNIDENTIFIED_ROWS}
+)
+"""Skips that are decisions to withhold a request, listed as ``held``."""
 
 _EVENT_OF_ACTION: dict[str, SyncEvent] = {
     Action.CREATE: SyncEvent.CREATE,
@@ -133,19 +151,50 @@ class Plan:
     force: Force = field(default_factory=Force)
     only_ids_not_in_export: list[str] = field(default_factory=list)  # --only ids nobody exported
     connection: str | None = None  # recorded as the owner of what the push acknowledges
+    # Units gone from the export that guests still stay in (UNIT_STAYS_COLUMNS): held, or
+    # deactivated anyway when ``released`` (approved).
+    units_with_stays: pd.DataFrame = field(default_factory=lambda: _empty(UNIT_STAYS_COLUMNS))
+    entities: tuple[str, ...] = ()  # the entities this plan read
 
     @property
     def counts(self) -> dict[str, int]:
-        by_action = self.tally.groupby("action")["n"].sum() if len(self.tally) else {}
-        return {str(action): int(by_action.get(str(action), 0)) for action in ACTIONS}
+        return _action_counts(self.tally)
 
     @property
     def held(self) -> int:
-        """Records skipped because the service refused the same content before."""
+        """Records not sent on purpose: refused before with the same content, units with
+        upcoming stays, missing records of accounts with rows without an id."""
         if not len(self.tally):
             return 0
-        mask = self.tally["reason"] == SKIP_REASON_DEAD_LETTERED
+        return int(self.tally.loc[self.tally["reason"].isin(HELD_REASONS), "n"].sum())
+
+    @property
+    def quarantined(self) -> int:
+        """Records (or rows without a key) of the export that failed validation: not sent."""
+        return int(self.extracted["quarantined"].sum()) if len(self.extracted) else 0
+
+    @property
+    def kept_quarantined(self) -> int:
+        """Known records now quarantined: the service keeps their last acknowledged version."""
+        if not len(self.tally):
+            return 0
+        mask = self.tally["reason"] == SKIP_REASON_QUARANTINED
         return int(self.tally.loc[mask, "n"].sum())
+
+    @property
+    def unusable(self) -> dict[str, str]:
+        """Entities this plan read that gave nothing usable, with why: every row quarantined,
+        or no row at all (outside a check-in window, which may well hold none)."""
+        found: dict[str, str] = {}
+        for entity in self.entities:
+            rows = self.extracted[self.extracted["entity"] == entity]
+            valid = int(rows["extracted"].sum())
+            quarantined = int(rows["quarantined"].sum())
+            if valid == 0 and quarantined > 0:
+                found[entity] = f"all {quarantined} {entity} records of the export are quarantined"
+            elif valid == 0 and not (self.window and entity == Entity.RESERVATION):
+                found[entity] = f"the export has no {entity} rows"
+        return found
 
     @property
     def accounts(self) -> list[str]:
@@ -165,27 +214,41 @@ class Plan:
         rows = self.tally[
             (self.tally["entity"] == entity) & (self.tally["account_id"] == account_id)
         ]
-        counts = {
-            str(action): int(rows.loc[rows["action"] == action, "n"].sum()) for action in ACTIONS
-        }
-        counts["held"] = int(rows.loc[rows["reason"] == SKIP_REASON_DEAD_LETTERED, "n"].sum())
+        counts = _action_counts(rows)
+        counts["held"] = int(rows.loc[rows["reason"].isin(HELD_REASONS), "n"].sum())
         return counts
 
-    def to_json_dict(self) -> dict[str, Any]:
-        per_entity = {
-            str(entity): {
-                str(action): int(
-                    self.tally.loc[
-                        (self.tally["entity"] == entity) & (self.tally["action"] == action), "n"
-                    ].sum()
-                )
-                for action in ACTIONS
+    def _entity_row(self, entity: Entity) -> dict[str, int]:
+        """Per action, then held and quarantined, for one entity (the summary's row)."""
+        tally = self.tally[self.tally["entity"] == entity]
+        row = _action_counts(tally)
+        row["held"] = int(tally.loc[tally["reason"].isin(HELD_REASONS), "n"].sum())
+        extracted = self.extracted[self.extracted["entity"] == entity]
+        row["quarantined"] = int(extracted["quarantined"].sum())
+        return row
+
+    def units_with_stays_json(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "account_id": str(row.account_id),
+                "unit_id": str(row.unit_id),
+                "stays": int(row.stays),
+                "last_checkout": str(row.last_checkout),
+                "released": bool(row.released),
             }
-            for entity in _ENTITY_ORDER
-        }
+            for row in self.units_with_stays.itertuples(index=False)
+        ]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        per_entity = {str(entity): self._entity_row(entity) for entity in _ENTITY_ORDER}
         return {
             "counts": self.counts,
             "held": self.held,
+            "quarantined": self.quarantined,
+            "kept_quarantined": self.kept_quarantined,
+            "units_with_stays": self.units_with_stays_json(),
+            "unusable": self.unusable,
+            "entities": list(self.entities),
             "requests": self.request_count,
             "by_entity": per_entity,
             "by_urgency": self.by_urgency,
@@ -204,29 +267,17 @@ class Plan:
         }
 
     def summary_table(self) -> str:
-        """A fixed-width table: one row per entity, one column per action."""
-        header = ["entity", *[str(a) for a in ACTIONS], "held"]
-        rows = [header]
+        """A fixed-width table: one row per entity, one column per action, held, quarantined."""
+        columns = [*[str(a) for a in ACTIONS], "held", "quarantined"]
+        rows = [["entity", *columns]]
+        totals = dict.fromkeys(columns, 0)
         for entity in _ENTITY_ORDER:
-            mask = self.tally["entity"] == entity
-            rows.append(
-                [
-                    str(entity),
-                    *[
-                        str(int(self.tally.loc[mask & (self.tally["action"] == a), "n"].sum()))
-                        for a in ACTIONS
-                    ],
-                    str(
-                        int(
-                            self.tally.loc[
-                                mask & (self.tally["reason"] == SKIP_REASON_DEAD_LETTERED), "n"
-                            ].sum()
-                        )
-                    ),
-                ]
-            )
-        rows.append(["total", *[str(self.counts[str(a)]) for a in ACTIONS], str(self.held)])
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+            row = self._entity_row(entity)
+            rows.append([str(entity), *[str(row[name]) for name in columns]])
+            for name in columns:
+                totals[name] += row[name]
+        rows.append(["total", *[str(totals[name]) for name in columns]])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = [
             "  ".join(
                 cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
@@ -238,6 +289,16 @@ class Plan:
         return "\n".join(lines)
 
 
+def _action_counts(tally: pd.DataFrame) -> dict[str, int]:
+    """Per action, the records of ``tally``; quarantined records are counted apart, not as
+    skips (the service keeps their old version, it did not confirm the new one)."""
+    if not len(tally):
+        return {str(action): 0 for action in ACTIONS}
+    counted = tally[tally["reason"] != SKIP_REASON_QUARANTINED]
+    by_action = counted.groupby("action")["n"].sum()
+    return {str(action): int(by_action.get(str(action), 0)) for action in ACTIONS}
+
+
 def build_plan(
     snapshot: SnapshotStore,
     batches: Mapping[Entity, MappedRecords],
@@ -247,8 +308,13 @@ def build_plan(
     force: Force | None = None,
     today: date | None = None,
     urgency: UrgencyPolicy | None = None,
+    release_units_with_stays: bool = False,
 ) -> Plan:
-    """Decide create / update / skip / deactivate / cancel for every record of the batches."""
+    """Decide create / update / skip / deactivate / cancel for every record of the batches.
+
+    A unit the plan would deactivate while guests still stay in it (spec §3, rule 1) is held
+    instead, unless ``release_units_with_stays`` (the operator's approval).
+    """
     policy = policy or ReconcilePolicy()
     force = force or Force()
     today = today or date.today()
@@ -260,13 +326,13 @@ def build_plan(
             present_ids.update(batch.records["record_id"].astype(str))
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
 
-    changes: list[pd.DataFrame] = []
-    tallies: list[pd.DataFrame] = []
+    diffs: dict[Entity, tuple[pd.DataFrame, pd.DataFrame]] = {}
     extracted: list[pd.DataFrame] = []
     for entity in _ENTITY_ORDER:
         batch = batches.get(entity)
         if batch is None:
             continue
+        unidentified, all_unidentified = batch.unidentified_accounts()
         result = snapshot.diff(
             DiffRequest(
                 entity=entity,
@@ -278,12 +344,23 @@ def build_plan(
                 full_resync=force.full_resync,
                 only_ids=force.only_ids,
                 connection=policy.connection,
+                quarantined=batch.quarantined_keys(),
+                present_elsewhere=batch.present_elsewhere,
+                unidentified_accounts=unidentified,
+                all_unidentified=all_unidentified,
             )
         )
-        changes.append(_as_changes(entity, result.changes))
-        tallies.append(result.counts.assign(entity=str(entity)))
+        diffs[entity] = (result.changes, result.counts)
         extracted.append(_extracted(entity, batch))
 
+    units_with_stays = _units_with_stays(snapshot, diffs, batches, today)
+    if len(units_with_stays):
+        units_with_stays["released"] = release_units_with_stays
+        if not release_units_with_stays:
+            diffs[Entity.ACCOMMODATION] = _hold_units(diffs[Entity.ACCOMMODATION], units_with_stays)
+
+    changes = [_as_changes(entity, diff) for entity, (diff, _) in diffs.items()]
+    tallies = [counts.assign(entity=str(entity)) for entity, (_, counts) in diffs.items()]
     change_frame = pd.concat(changes, ignore_index=True) if changes else _empty(CHANGE_COLUMNS)
     tally = (
         pd.concat(tallies, ignore_index=True)
@@ -302,7 +379,81 @@ def build_plan(
         force=force,
         only_ids_not_in_export=sorted((force.only_ids or frozenset()) - present_ids),
         connection=policy.connection,
+        units_with_stays=units_with_stays,
+        entities=tuple(str(entity) for entity in diffs),
     )
+
+
+UNIT_STAYS_COLUMNS: tuple[str, ...] = (
+    "account_id",
+    "unit_id",
+    "stays",  # reservations with a stay in the unit ending today or later
+    "last_checkout",
+    "released",  # deactivated anyway: the operator approved it
+)
+
+
+def _units_with_stays(
+    snapshot: SnapshotStore,
+    diffs: Mapping[Entity, tuple[pd.DataFrame, pd.DataFrame]],
+    batches: Mapping[Entity, MappedRecords],
+    today: date,
+) -> pd.DataFrame:
+    """Units the plan deactivates that guests still stay in, with their stays (spec §3)."""
+    units = diffs.get(Entity.ACCOMMODATION, (_empty(("action",)), None))[0]
+    units = units[units["action"] == Action.DEACTIVATE] if len(units) else units
+    if not len(units):
+        return _empty(UNIT_STAYS_COLUMNS)
+    reservations = batches.get(Entity.RESERVATION)
+    planned = diffs.get(Entity.RESERVATION, (_empty(("action",)), None))[0]
+    cancelled = (
+        planned.loc[planned["action"] == Action.CANCEL, ["account_id", "record_id"]]
+        if len(planned)
+        else _empty(("account_id", "record_id"))
+    )
+    found = snapshot.unit_stays(
+        UnitStaysRequest(
+            units=units.loc[:, ["account_id", "record_id"]],
+            today=today,
+            incoming=reservations.records if reservations is not None else None,
+            cancelled=cancelled,
+        )
+    )
+    return found.assign(released=False).loc[:, list(UNIT_STAYS_COLUMNS)]
+
+
+def _hold_units(
+    diff: tuple[pd.DataFrame, pd.DataFrame], held: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The accommodations' diff without the deactivation of ``held`` units, counted as held."""
+    changes, counts = diff
+    keys = set(zip(held["account_id"], held["unit_id"], strict=True))
+    holding = [
+        action == Action.DEACTIVATE and (account, record) in keys
+        for account, record, action in zip(
+            changes["account_id"], changes["record_id"], changes["action"], strict=True
+        )
+    ]
+    holding_mask = pd.Series(holding, index=changes.index, dtype=bool)
+    per_account = changes.loc[holding_mask, "account_id"].value_counts()
+    counts = counts.copy()
+    for account, n in per_account.items():
+        deactivations = (
+            (counts["account_id"] == account)
+            & (counts["action"] == Action.DEACTIVATE)
+            & (counts["reason"] == "missing_from_export")
+        )
+        counts.loc[deactivations, "n"] -= n
+    held_rows = pd.DataFrame(
+        {
+            "account_id": per_account.index.astype(str),
+            "action": str(Action.SKIP),
+            "reason": SKIP_REASON_UPCOMING_STAYS,
+            "n": per_account.to_numpy(),
+        }
+    )
+    counts = pd.concat([counts[counts["n"] > 0], held_rows], ignore_index=True)
+    return changes.loc[~holding_mask].reset_index(drop=True), counts
 
 
 def delivery_order(
@@ -372,19 +523,28 @@ def _with_status(payload: str, action: str) -> tuple[str, str]:
 
 
 def _extracted(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
+    """Per account: valid records, and quarantined records (a record with several problems,
+    or a row without a key, counts once; rows without an account count under "")."""
     records = batch.records["account_id"].astype(str).value_counts()
-    quarantine = (
-        batch.quarantine["account_id"].astype(str).value_counts()
-        if len(batch.quarantine)
-        else pd.Series(dtype="int64")
-    )
-    accounts = sorted(set(records.index) | set(quarantine.index))
+    quarantine = batch.quarantine
+    if len(quarantine):
+        keyed = quarantine.loc[:, ["account_id", "record_id", "input", "rows"]].copy()
+        keyed["account_id"] = keyed["account_id"].fillna("").astype(str)
+        # A record is its (account, id); a row without an id is its (input, rows).
+        keyed["who"] = keyed["record_id"].where(
+            keyed["record_id"].notna() & (keyed["record_id"].astype(str).str.strip() != ""),
+            "\x00" + keyed["input"].astype(str) + ":" + keyed["rows"].astype(str),
+        )
+        quarantined = keyed.drop_duplicates(["account_id", "who"])["account_id"].value_counts()
+    else:
+        quarantined = pd.Series(dtype="int64")
+    accounts = sorted(set(records.index) | set(quarantined.index))
     return pd.DataFrame(
         {
             "entity": str(entity),
             "account_id": accounts,
             "extracted": [int(records.get(a, 0)) for a in accounts],
-            "quarantined": [int(quarantine.get(a, 0)) for a in accounts],
+            "quarantined": [int(quarantined.get(a, 0)) for a in accounts],
         },
         columns=["entity", "account_id", "extracted", "quarantined"],
     )

@@ -31,7 +31,7 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
-from connector.plan import CHANGE_COLUMNS, Force, Plan
+from connector.plan import CHANGE_COLUMNS, UNIT_STAYS_COLUMNS, Force, Plan
 from connector.plan_diff import field_changes
 from connector.records import DateWindow
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate
@@ -111,14 +111,21 @@ def plan_to_file(
     window: DateWindow | None = None,
     force: Force | None = None,
     today: date | None = None,
+    release_units_with_stays: bool = False,
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
-    """Map, diff and write the plan file; sends nothing."""
+    """Map, diff and write the plan file; sends nothing, writes nothing else."""
     from connector.mapping import load_mapping
     from connector.pipeline import planned
 
     rules = GuardRules.from_mapping(load_mapping(mapping_path))
     with planned(
-        mapping_path, settings, entities=entities, window=window, force=force, today=today
+        mapping_path,
+        settings,
+        entities=entities,
+        window=window,
+        force=force,
+        today=today,
+        release_units_with_stays=release_units_with_stays,
     ) as (plan, snapshot):
         verdict = evaluate(plan, snapshot, rules)
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
@@ -156,6 +163,10 @@ def read_plan_file(path: Path) -> PlanFile:
         ),
         # The owner recorded for what apply acknowledges, as a sync of the mapping would.
         connection=document["summary"].get("connection"),
+        units_with_stays=pd.DataFrame(
+            document["summary"].get("units_with_stays") or [], columns=list(UNIT_STAYS_COLUMNS)
+        ),
+        entities=tuple(document["summary"].get("entities") or ()),
     )
     return PlanFile(
         plan=plan,

@@ -47,6 +47,17 @@ def empty_quarantine() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype="object") for column in QUARANTINE_COLUMNS})
 
 
+KEY_COLUMNS: tuple[str, ...] = ("account_id", "record_id")
+
+
+def empty_keys() -> pd.DataFrame:
+    return pd.DataFrame({column: pd.Series(dtype="object") for column in KEY_COLUMNS})
+
+
+def _blank(column: pd.Series) -> pd.Series:
+    return column.isna() | (column.astype(str).str.strip() == "")
+
+
 @dataclass
 class MappedRecords:
     """Validated records of one entity, and the rows quarantined on the way there."""
@@ -57,10 +68,43 @@ class MappedRecords:
     # Records whose payload the snapshot already knew valid under this contract: not
     # validated again (connector.snapshot.validated_payloads).
     known_valid: int = 0
+    # Keys the export holds besides ``records`` and ``quarantine``: records outside the run's
+    # check-in window (a blank account or id: rows whose key could not be derived). A record
+    # in the export is never "gone from the export", whichever part of it this run maps.
+    present_elsewhere: pd.DataFrame = field(default_factory=empty_keys)
 
     @property
     def accounts(self) -> list[str]:
         return sorted(self.records["account_id"].unique().tolist())
+
+    def quarantined_keys(self) -> pd.DataFrame:
+        """(account_id, record_id) of records present in the export but invalid, once each."""
+        quarantine = self.quarantine
+        if not len(quarantine):
+            return empty_keys()
+        known = ~(_blank(quarantine["account_id"]) | _blank(quarantine["record_id"]))
+        keys = quarantine.loc[known, list(KEY_COLUMNS)].astype(str).drop_duplicates()
+        return keys.reset_index(drop=True)
+
+    def unidentified_accounts(self) -> tuple[frozenset[str], bool]:
+        """Accounts with rows in the export whose record id could not be derived, and whether
+        some such row has no account either.
+
+        Any acknowledged record of those accounts might be such a row, so none of them may be
+        reconciled as gone from the export (``True``: none of any account).
+        """
+        frames = [
+            frame
+            for frame in (self.quarantine.loc[:, list(KEY_COLUMNS)], self.present_elsewhere)
+            if len(frame)
+        ]
+        if not frames:
+            return frozenset(), False
+        keys = pd.concat(frames, ignore_index=True)
+        no_account = _blank(keys["account_id"])
+        no_id = _blank(keys["record_id"])
+        accounts = frozenset(keys.loc[no_id & ~no_account, "account_id"].astype(str))
+        return accounts, bool(no_account.any())
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,21 @@
-"""CLI commands of the sync stage: ``plan`` (decide, send nothing) and ``sync`` (decide and send).
+"""CLI commands of the sync stage: ``plan`` (decide, send nothing), ``sync`` (decide and send)
+and ``apply`` (send a reviewed plan file).
 
-Exit codes of ``sync`` (``plan`` uses 0, 1 and 2):
+Exit codes (docs/cli.md):
 
 | code | meaning |
 |---|---|
 | 0 | every planned change was acknowledged (or there was nothing to send; or a dry run) |
 | 1 | the run could not start or broke off: mapping, settings, snapshot locked, … (stderr says why) |
 | 2 | wrong usage of the command (click) |
-| 3 | incomplete: some changes were dead-lettered, failed or are pending for the next run |
+| 3 | completed, but not everything is confirmed at the service: changes dead-lettered, failed, held back or pending for the next run, or answers that contradict what was sent |
 | 4 | an account's token was refused (401): its push stopped, its changes are pending |
 | 5 | the mass-change guard held an account's push back (approve with --allow-mass-change) |
+| 6 | nothing usable: an entity's export has no rows, or every record of it is quarantined |
 
-``apply`` uses the same codes as ``sync``.
+With ``--json``, stdout carries exactly one JSON document whatever the outcome (errors
+included: ``{"status": "error", "error": …, "exit_code": …}``); everything meant for a person
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from connector.settings import SyncSettings, load_settings
 
 EXIT_OK = 0
 EXIT_ERROR = 1
+EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
 EXIT_AUTHENTICATION = 4
 EXIT_MASS_CHANGE = 5
+EXIT_UNUSABLE = 6
 
 
 def register(group: click.Group) -> None:
@@ -76,6 +82,13 @@ _only_option = click.option(
     metavar="ID",
     help="Only these record ids, each re-sent (repeat the option or separate ids by commas).",
 )
+_release_units_option = click.option(
+    "--allow-deactivation-with-stays",
+    "release_units",
+    is_flag=True,
+    help="Deactivate units gone from the export even though guests still stay in them "
+    "(held otherwise; --allow-mass-change approves this too).",
+)
 
 
 @click.command("plan")
@@ -83,6 +96,7 @@ _only_option = click.option(
 @_json_option
 @_full_resync_option
 @_only_option
+@_release_units_option
 @_snapshot_option
 @click.option(
     "--out",
@@ -95,33 +109,36 @@ def plan_command(
     as_json: bool,
     full_resync: bool,
     only: tuple[str, ...],
+    release_units: bool,
     snapshot: Path | None,
     out: Path | None,
 ) -> None:
-    """Show what `sync` would send for MAPPING, without sending anything."""
+    """Show what `sync` would send for MAPPING, without sending or writing anything."""
     from connector.pipeline import plan_sync
     from connector.plan_file import plan_to_file
 
-    with _errors_to_exit():
+    with _errors_to_exit(as_json):
         settings = load_settings(snapshot=snapshot)
+        force = _force(full_resync, only)
         if out is None:
-            plan = plan_sync(mapping, settings, force=_force(full_resync, only))
+            plan = plan_sync(mapping, settings, force=force, release_units_with_stays=release_units)
         else:
             plan, verdict, plan_document = plan_to_file(
-                mapping, settings, out, force=_force(full_resync, only)
+                mapping, settings, out, force=force, release_units_with_stays=release_units
             )
-            _print_plan_file(out, verdict, plan_document, as_json)
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
-    if as_json:
-        if out is not None:
-            return
-        document = plan.to_json_dict() | {"backlog": backlog_json(rows)}
-        click.echo(json.dumps(document, sort_keys=True))
-        return
-    click.echo(plan.summary_table())
-    click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
-    click.echo("\n" + backlog_table(rows))
-    _warn_unknown_ids(plan)
+    code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
+    if out is not None:
+        _print_plan_file(out, verdict, plan_document, as_json, code)
+    elif as_json:
+        document = plan.to_json_dict() | {"backlog": backlog_json(rows), "exit_code": code}
+        click.echo(json.dumps(document, sort_keys=True, default=str))
+    else:
+        click.echo(plan.summary_table())
+        click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+        click.echo("\n" + backlog_table(rows))
+    _warn_about_plan(plan)
+    sys.exit(code)
 
 
 @click.command("sync")
@@ -137,6 +154,7 @@ def plan_command(
 @_full_resync_option
 @_only_option
 @_allow_mass_change_option
+@_release_units_option
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
 @click.option(
     "--rate-limit", type=click.FloatRange(min=0, min_open=True), help="Requests per second."
@@ -167,6 +185,7 @@ def sync_command(
     full_resync: bool,
     only: tuple[str, ...],
     allow_mass_change: bool,
+    release_units: bool,
     concurrency: int | None,
     rate_limit: float | None,
     rate_limits: str | None,
@@ -176,7 +195,7 @@ def sync_command(
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
 
-    with _errors_to_exit():
+    with _errors_to_exit(as_json):
         settings = load_settings(
             base_url=base_url,
             snapshot=snapshot,
@@ -194,12 +213,29 @@ def sync_command(
                 force=_force(full_resync, only),
                 on_progress=on_progress,
                 allow_mass_change=allow_mass_change,
+                release_units_with_stays=release_units,
             )
     _finish(report, settings, as_json)
 
 
+def exit_code(report: Any) -> int:
+    """The exit code of a sync or apply (the table in the module's docstring)."""
+    if report.push.stopped_accounts:
+        return EXIT_AUTHENTICATION
+    if report.plan.unusable:
+        return EXIT_UNUSABLE
+    if report.guard.blocked:
+        return EXIT_MASS_CHANGE
+    if report.push.dry_run:
+        return EXIT_OK
+    if not report.push.complete or report.push.disagreements:
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
 def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
-    document = report.to_json_dict()
+    code = exit_code(report)
+    document = report.to_json_dict() | {"exit_code": code}
     if as_json:
         click.echo(json.dumps(document, sort_keys=True, default=str))
     else:
@@ -210,14 +246,11 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
         )
     for held in report.push.held_back[:20]:
         click.echo(
-            f"  held          {held.entity} {held.account_id}/{held.record_id}: {held.reason}"
+            f"  held          {held.entity} {held.account_id}/{held.record_id}: {held.reason}",
+            err=as_json,
         )
-    if report.push.stopped_accounts:
-        sys.exit(EXIT_AUTHENTICATION)
-    if report.guard.blocked:
-        sys.exit(EXIT_MASS_CHANGE)
-    if not report.push.dry_run and not report.push.complete:
-        sys.exit(EXIT_INCOMPLETE)
+    _warn_about_plan(report.plan)
+    sys.exit(code)
 
 
 @click.command("apply")
@@ -242,7 +275,7 @@ def apply_command(
     """Send exactly the plan in PLAN_FILE (from `plan --out`); refused if the snapshot changed."""
     from connector.plan_file import apply_plan_file
 
-    with _errors_to_exit():
+    with _errors_to_exit(as_json):
         settings = load_settings(base_url=base_url, concurrency=concurrency)
         report = apply_plan_file(
             plan_file, settings, allow_mass_change=allow_mass_change, snapshot_path=snapshot
@@ -250,9 +283,12 @@ def apply_command(
     _finish(report, settings, as_json)
 
 
-def _print_plan_file(out: Path, verdict: Any, document: dict[str, Any], as_json: bool) -> None:
+def _print_plan_file(
+    out: Path, verdict: Any, document: dict[str, Any], as_json: bool, code: int
+) -> None:
     if as_json:
-        click.echo(json.dumps(document["summary"] | {"plan_file": str(out)}, sort_keys=True))
+        summary = document["summary"] | {"plan_file": str(out), "exit_code": code}
+        click.echo(json.dumps(summary, sort_keys=True, default=str))
     else:
         for change in document["changes"][:50]:
             click.echo(
@@ -281,15 +317,43 @@ def _cell(value: Any) -> str:
     return render_value(value)
 
 
-def _warn_unknown_ids(plan: Plan) -> None:
+def _warn_about_plan(plan: Plan) -> None:
+    """What a person must know about a plan, on stderr (so ``--json`` stays one document)."""
     if plan.only_ids_not_in_export:
         listed = ", ".join(plan.only_ids_not_in_export)
         click.secho(f"--only: not in the export, nothing sent for: {listed}", fg="yellow", err=True)
+    if plan.kept_quarantined:
+        click.secho(
+            f"{plan.kept_quarantined} known record(s) are quarantined in this export: the "
+            "service keeps their last acknowledged version (fix the rows; `pms-sync validate` "
+            "lists them)",
+            fg="yellow",
+            err=True,
+        )
+    for row in plan.units_with_stays.itertuples(index=False):
+        verb = "deactivated although" if row.released else "held, not deactivated:"
+        click.secho(
+            f"unit {row.account_id}/{row.unit_id} {verb} {row.stays} stay(s) until "
+            f"{row.last_checkout}"
+            + (
+                ""
+                if row.released
+                else " (approve with --allow-deactivation-with-stays, or wait for the stays to end)"
+            ),
+            fg="yellow",
+            err=True,
+        )
+    for entity, reason in plan.unusable.items():
+        click.secho(
+            f"nothing usable for {entity}: {reason} (nothing of it was sent, and nothing was "
+            "deactivated or cancelled because of it)",
+            fg="red",
+            err=True,
+        )
 
 
 def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) -> None:
     click.echo(plan.summary_table())
-    _warn_unknown_ids(plan)
     click.echo("")
     outcomes = document["outcomes"]
     click.echo("  ".join(f"{name} {outcomes[str(name)]}" for name in OUTCOMES))
@@ -323,6 +387,7 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
         for item in document["disagreements"]:
             click.echo(
                 f"  {item['entity']} {item['account_id']}/{item['record_id']}: {item['detail']}"
+                f" (x-request-id {item['request_id'] or '-'})"
             )
     quarantined = sum(document["quarantine"].values())
     if quarantined:
@@ -350,10 +415,17 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             bar.__exit__(None, None, None)
 
 
+def json_error(message: str, code: int) -> str:
+    """The one JSON document ``--json`` prints when the command could not do its work."""
+    return json.dumps({"status": "error", "error": message, "exit_code": code}, sort_keys=True)
+
+
 @contextmanager
-def _errors_to_exit() -> Iterator[None]:
+def _errors_to_exit(as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except PmsSyncError as error:
+        if as_json:
+            click.echo(json_error(str(error), EXIT_ERROR))
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(EXIT_ERROR)

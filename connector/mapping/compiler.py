@@ -543,6 +543,10 @@ class EntityQuery:
     # True when a volatile member lies inside a list other than unitReservations: the text
     # without it cannot be cut out in SQL, so the validator hashes those records in Python.
     hash_in_python: bool = False
+    # Every key of the export with its earliest check-in (account_id, record_id, checkin),
+    # without building any document: what a run limited to a window needs to know of the
+    # records outside it.
+    keys_sql: str = ""
 
 
 class Compiler:
@@ -813,6 +817,10 @@ class Compiler:
             # Aggregating JSON text is much cheaper for DuckDB than aggregating wide structs.
             ctes.append(f"rows{suffix} AS NOT MATERIALIZED (SELECT {row_columns} FROM val{suffix})")
             if not suffix:
+                keys_sql = (
+                    "WITH " + ",\n".join(ctes) + "\nSELECT account_id, record_id, "
+                    "min(TRY_CAST(unit_checkin AS DATE)) AS checkin FROM rows GROUP BY ALL"
+                )
                 ctes.append(
                     f"multi_rows AS MATERIALIZED (SELECT {SOURCE_COLUMN}, {ROW_COLUMN} FROM rows "
                     "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
@@ -832,7 +840,13 @@ class Compiler:
         )
         members = [member for _sql, member in self.user_sql if member[1:2] == (entity.value,)]
         return EntityQuery(
-            entity, sql, spec.input, volatile, members, hash_in_python=hash_in_python
+            entity,
+            sql,
+            spec.input,
+            volatile,
+            members,
+            hash_in_python=hash_in_python,
+            keys_sql=keys_sql,
         )
 
     def _account_member(self, entity: Entity) -> MemberPath:

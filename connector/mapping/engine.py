@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
@@ -194,8 +195,11 @@ def run_prepared(
                 )
                 parameters = [window.start, window.end]
             validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
+            elsewhere = None
             try:
                 _validate_batches(connection, sql, parameters, validator)
+                if window is not None and entity == Entity.RESERVATION:
+                    elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:
                 # Only user SQL can fail on data (a CAST of an unexpected value): name it.
                 mapping = prepared.mapping
@@ -207,8 +211,27 @@ def run_prepared(
                     line=mapping.line_of(member),
                     member=".".join(str(part) for part in member),
                 ) from None
-            results[entity] = validator.result()
+            result = validator.result()
+            if elsewhere is not None:
+                result.present_elsewhere = elsewhere
+            results[entity] = result
     return results
+
+
+def _keys_outside(
+    connection: duckdb.DuckDBPyConnection, query: EntityQuery, window: DateWindow
+) -> pd.DataFrame:
+    """Keys of the export's records whose check-in lies outside ``window``.
+
+    The window limits what a run maps and sends, not what the export holds: a stay that moved
+    to another month, or an invalid row there, is still in the export and must not read as
+    gone from it (the window's reconciliation would cancel it).
+    """
+    return connection.execute(
+        f"SELECT account_id, record_id FROM ({query.keys_sql}) AS keys "
+        "WHERE checkin IS NOT NULL AND NOT (checkin >= ? AND checkin < ?)",
+        [window.start, window.end],
+    ).df()
 
 
 def _load_validated(connection: duckdb.DuckDBPyConnection, validated: pa.Table | None) -> str:

@@ -7,11 +7,13 @@ push, per account and entity, the guard compares the plan with the snapshot and 
 - **missing**: deactivations plus cancellations trip the guard when they are more than
   ``max_missing_share`` of the account's known active records **or** more than
   ``max_missing_records`` (whichever limit is lower for that account decides; defaults 5 % and
-  50). Zero such changes never trip it.
-- **row drop**: the export's rows for the account (records plus quarantined rows) trip it when
-  they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %).
-  Skipped for reservations of a run limited to a check-in window, whose row count depends on
-  the window.
+  50). Zero such changes never trip it. A record whose rows are in the export but invalid is
+  not missing (it is quarantined and kept as acknowledged), so it is never counted here.
+- **row drop**: the export's records for the account (valid plus quarantined: an invalid
+  record is still a record of the export) trip it when
+  they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %),
+  an account of that run with no row at all in this export included. Skipped for
+  reservations of a run limited to a check-in window, whose row count depends on the window.
 
 An account that trips either rule gets nothing pushed, in any entity of the run; the other
 accounts go ahead. ``allow_mass_change`` (CLI ``--allow-mass-change``, Dagster
@@ -31,7 +33,7 @@ from connector.plan import Plan
 from connector.records import DateWindow
 from connector.snapshot import SnapshotStore
 
-SUCCESSFUL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "incomplete"})
+SUCCESSFUL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "incomplete", "disagreed"})
 """Runs whose counts are a baseline: they read a full export and pushed it (dry runs,
 blocked runs and broken runs are left out, so a truncated export never becomes the baseline)."""
 
@@ -84,8 +86,8 @@ class MassChange:
     account_id: str
     entity: str
     rule: MassChangeRule
-    count: int  # missing: records to deactivate/cancel; row_drop: rows in this export
-    base: int  # missing: known active records; row_drop: rows at the last successful run
+    count: int  # missing: records to deactivate/cancel; row_drop: records in this export
+    base: int  # missing: known active records; row_drop: records at the last successful run
     rules: GuardRules
 
     def describe(self) -> str:
@@ -213,9 +215,9 @@ def last_successful_rows(snapshot: SnapshotStore, connection: str | None) -> pd.
     counts = counts.merge(good[["run_id", "started_at"]], on="run_id")
     if counts.empty:
         return pd.DataFrame(columns=["account_id", "entity", "rows"])
+    # A run records counts only for the entities it read: an account with zero rows is one
+    # whose export was read empty (an approved removal), and zero is then its baseline.
     counts = counts.assign(rows=counts["extracted"] + counts["quarantined"])
-    # An entity the run did not read has no rows; only runs that read it are a baseline.
-    counts = counts[counts["rows"] > 0]
     latest = counts.sort_values("started_at").groupby(["account_id", "entity"]).tail(1)
     return latest.loc[:, ["account_id", "entity", "rows"]].reset_index(drop=True)
 
@@ -223,27 +225,23 @@ def last_successful_rows(snapshot: SnapshotStore, connection: str | None) -> pd.
 def _row_drops(
     plan: Plan, snapshot: SnapshotStore, rules: GuardRules, window: DateWindow | None
 ) -> list[MassChange]:
-    if not len(plan.extracted):
-        return []
     previous = {
         (str(a), str(e)): int(r)
         for a, e, r in last_successful_rows(snapshot, plan.connection).itertuples(index=False)
     }
+    now = {
+        (str(row.account_id), str(row.entity)): int(row.extracted) + int(row.quarantined)
+        for row in plan.extracted.itertuples(index=False)
+    }
+    # An account of the last successful run that has no row at all now dropped to zero.
+    for account, entity in previous:
+        if entity in plan.entities:
+            now.setdefault((account, entity), 0)
     found: list[MassChange] = []
-    for row in plan.extracted.itertuples(index=False):
-        if window is not None and row.entity == Entity.RESERVATION:
+    for (account, entity), rows in sorted(now.items()):
+        if window is not None and entity == Entity.RESERVATION:
             continue
-        rows = int(row.extracted) + int(row.quarantined)
-        before = previous.get((str(row.account_id), str(row.entity)), 0)
+        before = previous.get((account, entity), 0)
         if rules.row_drop_trips(rows, before):
-            found.append(
-                MassChange(
-                    str(row.account_id),
-                    str(row.entity),
-                    MassChangeRule.ROW_DROP,
-                    rows,
-                    before,
-                    rules,
-                )
-            )
+            found.append(MassChange(account, entity, MassChangeRule.ROW_DROP, rows, before, rules))
     return found

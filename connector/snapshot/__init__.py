@@ -21,6 +21,7 @@ from connector.snapshot._model import (
     Refusal,
     RunCounts,
     RunRecord,
+    UnitStaysRequest,
 )
 from connector.snapshot._store import SnapshotStore
 
@@ -30,9 +31,12 @@ class Snapshot:
 
     @staticmethod
     @contextmanager
-    def open(location: str | Path, *, lock_timeout: float = 0.0) -> Iterator[SnapshotStore]:
+    def open(
+        location: str | Path, *, lock_timeout: float = 0.0, read_only: bool = False
+    ) -> Iterator[SnapshotStore]:
+        """``read_only``: write nothing, create nothing (a plan); a missing file is empty."""
         # A PostgreSQL backend will be chosen here by a postgresql:// location.
-        with DuckDBSnapshot.open(location, lock_timeout=lock_timeout) as store:
+        with DuckDBSnapshot.open(location, lock_timeout=lock_timeout, read_only=read_only) as store:
             yield store
 
 
@@ -51,6 +55,7 @@ __all__ = [
     "RunRecord",
     "Snapshot",
     "SnapshotStore",
+    "UnitStaysRequest",
     "migrate",
     "validated_payloads",
 ]

@@ -23,7 +23,7 @@ import pyarrow as pa
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.records import RECORD_COLUMNS, empty_records
-from connector.snapshot._migrations import migrate
+from connector.snapshot._migrations import LATEST_VERSION, migrate
 from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
@@ -31,6 +31,7 @@ from connector.snapshot._model import (
     RecordStatus,
     Refusal,
     RunRecord,
+    UnitStaysRequest,
 )
 
 VALIDATED_PAYLOADS_SINCE = 6
@@ -41,7 +42,10 @@ _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 # One statement: incoming records full-outer-joined with what the service acknowledged and
 # what it refused. Each row gets its action; rows without one (missing and left alone) drop,
 # and so do unchanged skips, which are only counted (incoming minus every other present row):
-# a nightly run with nothing changed moves no documents out of DuckDB.
+# a nightly run with nothing changed moves no documents out of DuckDB. A known record that is
+# not among the incoming ones is only "missing" when the export holds no row of it at all:
+# an invalid (quarantined) record is kept as acknowledged, one outside the window is left to
+# its own window, and an account with rows whose id is unknown reconciles nothing.
 _DIFF_SQL = """
 WITH incoming AS (
     SELECT account_id, record_id, payload, content_hash,
@@ -55,6 +59,10 @@ known AS (
 refused AS (
     SELECT account_id, record_id, content_hash FROM dead_letters WHERE entity = $entity
 ),
+elsewhere AS (
+    SELECT account_id, record_id, bool_or(quarantined) AS quarantined
+    FROM elsewhere_frame GROUP BY account_id, record_id
+),
 joined AS (
     SELECT
         i.record_id IS NOT NULL AS present,
@@ -65,12 +73,16 @@ joined AS (
         k.record_id IS NOT NULL AS known, k.content_hash AS old_hash, k.payload AS old_payload,
         k.status AS old_status, k.connection AS owner,
         r.content_hash AS refused_hash,
+        e.record_id IS NOT NULL AS in_export, coalesce(e.quarantined, false) AS quarantined,
         $full_resync OR NOT $only_ids_all AS forced
     FROM incoming AS i
     FULL OUTER JOIN known AS k USING (account_id, record_id)
     LEFT JOIN refused AS r
         ON r.account_id = coalesce(i.account_id, k.account_id)
        AND r.record_id = coalesce(i.record_id, k.record_id)
+    LEFT JOIN elsewhere AS e
+        ON e.account_id = coalesce(i.account_id, k.account_id)
+       AND e.record_id = coalesce(i.record_id, k.record_id)
 ),
 decided AS (
     SELECT *,
@@ -79,20 +91,26 @@ decided AS (
             WHEN present AND NOT known THEN 'create'
             WHEN present AND (old_hash <> new_hash OR forced) THEN 'update'
             WHEN present THEN 'skip'
-            WHEN NOT $only_ids_all OR NOT list_contains($scope_accounts, account_id) THEN NULL
+            WHEN NOT $only_ids_all THEN NULL
+            -- In the export but invalid: the service keeps the last acknowledged version.
+            WHEN quarantined THEN 'skip'
+            WHEN in_export OR NOT list_contains($scope_accounts, account_id) THEN NULL
             -- Another connection's record (several mappings may write to one account).
             WHEN owner IS DISTINCT FROM $connection THEN NULL
-            WHEN $on_missing = 'deactivate'
+            WHEN NOT (
+                ($on_missing = 'deactivate'
                  AND old_status <> 'deactivated'
-                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $inactive
-                 THEN 'deactivate'
-            WHEN $on_missing = 'cancel_future'
+                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $inactive)
+                OR
+                ($on_missing = 'cancel_future'
                  AND checkin >= $today
                  AND ($window_start IS NULL OR (checkin >= $window_start AND checkin < $window_end))
                  AND old_status <> 'cancelled'
-                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $cancelled
-                 THEN 'cancel'
-            ELSE NULL
+                 AND coalesce(json_extract_string(old_payload, '$.status'), '') <> $cancelled)
+            ) THEN NULL
+            WHEN $all_unidentified OR list_contains($unidentified, account_id) THEN 'skip'
+            WHEN $on_missing = 'deactivate' THEN 'deactivate'
+            ELSE 'cancel'
         END AS action,
         CASE
             WHEN present AND refused_hash = new_hash AND NOT forced THEN 'dead_lettered'
@@ -100,6 +118,9 @@ decided AS (
             WHEN present AND old_hash <> new_hash THEN 'changed'
             WHEN present AND forced THEN 'forced'
             WHEN present THEN 'unchanged'
+            WHEN quarantined THEN 'quarantined'
+            WHEN $all_unidentified OR list_contains($unidentified, account_id)
+                THEN 'unidentified_rows'
             ELSE 'missing_from_export'
         END AS reason
     FROM joined
@@ -113,32 +134,75 @@ FROM decided
 WHERE action IS NOT NULL AND reason <> 'unchanged'
 """
 
+# Guests staying in a unit from today on, per unit a plan would deactivate: the reservations
+# the service holds (acknowledged, not cancelled), each replaced by this run's version when it
+# has one, minus those the same plan cancels.
+_UNIT_STAYS_SQL = """
+WITH candidates AS (
+    SELECT DISTINCT account_id, record_id AS unit_id FROM units_frame
+),
+held AS (
+    SELECT a.account_id, a.record_id, a.payload FROM acknowledged AS a
+    SEMI JOIN (SELECT DISTINCT account_id FROM candidates) AS c USING (account_id)
+    WHERE a.entity = 'reservation' AND a.status <> 'cancelled' AND a.checkout >= $today
+),
+reservations AS (
+    SELECT * FROM held ANTI JOIN incoming_frame USING (account_id, record_id)
+    UNION ALL
+    SELECT account_id, record_id, payload FROM incoming_frame
+    WHERE CAST(checkout AS DATE) >= $today
+),
+stays AS (
+    SELECT account_id, record_id,
+           unnest(from_json(json_extract(payload, '$.unitReservations'),
+                            '[{"unitId": "VARCHAR", "checkout": "VARCHAR"}]')) AS unit
+    FROM reservations ANTI JOIN cancelled_frame USING (account_id, record_id)
+    WHERE coalesce(json_extract_string(payload, '$.status'), '') <> $cancelled
+)
+SELECT s.account_id, s.unit.unitId AS unit_id, count(DISTINCT s.record_id) AS stays,
+       max(TRY_CAST(s.unit.checkout AS DATE)) AS last_checkout
+FROM stays AS s
+JOIN candidates AS c ON c.account_id = s.account_id AND c.unit_id = s.unit.unitId
+WHERE TRY_CAST(s.unit.checkout AS DATE) >= $today
+GROUP BY ALL
+ORDER BY ALL
+"""
+
 
 class DuckDBSnapshot:
     """A snapshot held in one DuckDB file."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, location: str) -> None:
+    def __init__(
+        self, connection: duckdb.DuckDBPyConnection, location: str, *, read_only: bool = False
+    ) -> None:
         self._connection = connection
         self.location = location
+        self.read_only = read_only
 
     @classmethod
     @contextmanager
-    def open(cls, path: str | Path, *, lock_timeout: float = 0.0) -> Iterator[DuckDBSnapshot]:
-        """Open (creating parents and the file if needed) and migrate to the latest schema."""
+    def open(
+        cls, path: str | Path, *, lock_timeout: float = 0.0, read_only: bool = False
+    ) -> Iterator[DuckDBSnapshot]:
+        """Open (creating parents and the file if needed) and migrate to the latest schema.
+
+        ``read_only`` opens nothing for writing (``pms-sync plan``): a missing file reads as an
+        empty snapshot and is not created, a file of an older schema is migrated in memory.
+        """
         file = Path(path).expanduser()
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise SnapshotError(
-                f"cannot create the snapshot folder {file.parent}: {error}"
-            ) from error
-        connection = _connect(file, lock_timeout)
-        try:
+        if read_only:
+            connection = _connect_read_only(file, lock_timeout)
+        else:
             try:
-                migrate(connection)
-            except duckdb.Error as error:
-                raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
-            yield cls(connection, str(file))
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise SnapshotError(
+                    f"cannot create the snapshot folder {file.parent}: {error}"
+                ) from error
+            connection = _connect(file, lock_timeout)
+            _migrate(connection, file)
+        try:
+            yield cls(connection, str(file), read_only=read_only)
         finally:
             connection.close()
 
@@ -161,12 +225,17 @@ class DuckDBSnapshot:
             "inactive": str(AccommodationStatus.INACTIVE),
             "cancelled": CANCELLED,
             "connection": request.connection,
+            "unidentified": sorted(request.unidentified_accounts),
+            "all_unidentified": request.all_unidentified,
         }
         cursor = self._connection.cursor()
         try:
             cursor.register("incoming_frame", frame)
+            cursor.register("elsewhere_frame", _elsewhere_frame(request))
             _refuse_duplicates(cursor, request.entity)
             decided = cursor.execute(_DIFF_SQL, params).df()
+            if self.read_only:
+                return _diff_result(frame, decided)
             # Every incoming record passed the current contract in this run: an acknowledged
             # payload identical to one of them is known valid under it from now on, so the
             # next run's mapping need not validate it again (after an upgrade, say).
@@ -182,14 +251,30 @@ class DuckDBSnapshot:
             )
         finally:
             cursor.close()
-        counts = decided.groupby(["account_id", "action", "reason"], as_index=False).size()
-        counts = counts.rename(columns={"size": "n"})
-        unchanged = _unchanged_counts(frame, decided)
-        counts = pd.concat([counts, unchanged], ignore_index=True)
-        counts = counts[counts["n"] > 0].sort_values(["account_id", "action", "reason"])
-        changes = decided[decided["action"] != "skip"].drop(columns=["present"])
-        changes = changes.sort_values(["account_id", "record_id"]).reset_index(drop=True)
-        return DiffResult(changes=changes, counts=counts.reset_index(drop=True))
+        return _diff_result(frame, decided)
+
+    def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
+        columns = ["account_id", "unit_id", "stays", "last_checkout"]
+        if not len(request.units):
+            return pd.DataFrame(columns=columns)
+        incoming = request.incoming if request.incoming is not None else empty_records()
+        cursor = self._connection.cursor()
+        try:
+            cursor.register("units_frame", request.units.loc[:, ["account_id", "record_id"]])
+            cursor.register(
+                "incoming_frame",
+                incoming.loc[:, ["account_id", "record_id", "payload", "checkout"]],
+            )
+            cursor.register(
+                "cancelled_frame", request.cancelled.loc[:, ["account_id", "record_id"]]
+            )
+            found = cursor.execute(
+                _UNIT_STAYS_SQL, {"today": request.today, "cancelled": CANCELLED}
+            ).df()
+        finally:
+            cursor.close()
+        found["last_checkout"] = pd.to_datetime(found["last_checkout"]).dt.date
+        return found.loc[:, columns]
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -410,6 +495,10 @@ class DuckDBSnapshot:
 
     @contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self.read_only:
+            raise SnapshotError(
+                f"the snapshot {self.location} is open read-only (a plan writes nothing)"
+            )
         cursor = self._connection.cursor()
         cursor.execute("BEGIN TRANSACTION")
         try:
@@ -430,6 +519,43 @@ def _frame_of(rows: Sequence[Acknowledgement] | Sequence[Refusal], kind: type) -
     member of every row; the commits of a push run on a thread that shares the GIL with the
     event loop, so the Python they cost is kept small."""
     return pd.DataFrame({f.name: [getattr(row, f.name) for row in rows] for f in fields(kind)})
+
+
+def _diff_result(incoming: pd.DataFrame, decided: pd.DataFrame) -> DiffResult:
+    counts = decided.groupby(["account_id", "action", "reason"], as_index=False).size()
+    counts = counts.rename(columns={"size": "n"})
+    unchanged = _unchanged_counts(incoming, decided)
+    counts = pd.concat([counts, unchanged], ignore_index=True)
+    counts = counts[counts["n"] > 0].sort_values(["account_id", "action", "reason"])
+    changes = decided[decided["action"] != "skip"].drop(columns=["present"])
+    changes = changes.sort_values(["account_id", "record_id"]).reset_index(drop=True)
+    return DiffResult(changes=changes, counts=counts.reset_index(drop=True))
+
+
+def _elsewhere_frame(request: DiffRequest) -> pd.DataFrame:
+    """The keys of the export outside ``records``, flagged when they are quarantined."""
+    frames = [
+        _identified(keys).assign(quarantined=flag)
+        for keys, flag in ((request.quarantined, True), (request.present_elsewhere, False))
+        if len(keys)
+    ]
+    if not frames:
+        return pd.DataFrame(
+            {
+                "account_id": pd.Series(dtype="object"),
+                "record_id": pd.Series(dtype="object"),
+                "quarantined": pd.Series(dtype="bool"),
+            }
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _identified(keys: pd.DataFrame) -> pd.DataFrame:
+    """Keys whose account and id are both known (the others cannot match a record)."""
+    frame = keys.loc[:, ["account_id", "record_id"]]
+    known = frame.notna().all(axis=1)
+    frame = frame.loc[known].astype(str)
+    return frame[(frame["account_id"].str.strip() != "") & (frame["record_id"].str.strip() != "")]
 
 
 def _unchanged_counts(incoming: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
@@ -475,11 +601,13 @@ def _rollback(cursor: duckdb.DuckDBPyConnection) -> None:
         cursor.execute("ROLLBACK")
 
 
-def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+def _connect(
+    file: Path, lock_timeout: float, *, read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + lock_timeout
     while True:
         try:
-            return duckdb.connect(str(file))
+            return duckdb.connect(str(file), read_only=read_only)
         except duckdb.IOException as error:
             if not any(marker in str(error) for marker in _LOCK_MARKERS):
                 raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
@@ -492,6 +620,49 @@ def _connect(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
             time.sleep(0.2)
         except duckdb.Error as error:
             raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
+
+
+def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    """A connection that can read the snapshot and write nothing to disk.
+
+    The file itself when its schema is the latest; otherwise an in-memory copy, which the
+    caller migrates. No file: an empty in-memory database.
+    """
+    if not file.exists():
+        memory = duckdb.connect(":memory:")
+        _migrate(memory, file)
+        return memory
+    connection = _connect(file, lock_timeout, read_only=True)
+    try:
+        (version,) = connection.execute(
+            "SELECT coalesce(max(version), 0) FROM schema_migrations"
+        ).fetchone() or (0,)
+    except duckdb.CatalogException:
+        version = 0
+    except duckdb.Error as error:
+        connection.close()
+        raise SnapshotError(f"cannot read the snapshot {file}: {error}") from error
+    if version >= LATEST_VERSION:
+        return connection
+    connection.close()
+    memory = duckdb.connect(":memory:")
+    try:
+        memory.execute("ATTACH ? AS on_disk (READ_ONLY)", [str(file)])
+        memory.execute("COPY FROM DATABASE on_disk TO memory")
+        memory.execute("DETACH on_disk")
+    except duckdb.Error as error:
+        memory.close()
+        raise SnapshotError(f"cannot read the snapshot {file}: {error}") from error
+    _migrate(memory, file)
+    return memory
+
+
+def _migrate(connection: duckdb.DuckDBPyConnection, file: Path) -> None:
+    try:
+        migrate(connection)
+    except duckdb.Error as error:
+        connection.close()
+        raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
 
 
 def validated_payloads(path: str | Path) -> pa.Table | None:

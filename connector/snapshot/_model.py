@@ -9,7 +9,7 @@ from enum import StrEnum
 import pandas as pd
 
 from connector.contract import Entity
-from connector.records import DateWindow
+from connector.records import DateWindow, empty_keys
 
 
 class RecordStatus(StrEnum):
@@ -44,6 +44,27 @@ class DiffRequest:
     # reconciled when missing. None is a connection too (library calls without a name), and
     # owns the records acknowledged without one, including those written before owners existed.
     connection: str | None = None
+    # Keys (account_id, record_id) in the export that are not among ``records``: invalid
+    # records (quarantined: the service keeps their last acknowledged version) and records
+    # outside the window. Neither is gone from the export.
+    quarantined: pd.DataFrame = field(default_factory=empty_keys)
+    present_elsewhere: pd.DataFrame = field(default_factory=empty_keys)
+    # Accounts with rows whose id could not be derived: any missing record of theirs might be
+    # one of those rows, so none is reconciled. ``all_unidentified``: some row has no account.
+    unidentified_accounts: frozenset[str] = frozenset()
+    all_unidentified: bool = False
+
+
+@dataclass(frozen=True)
+class UnitStaysRequest:
+    """Units a plan would deactivate, and what decides whether guests still stay in them."""
+
+    units: pd.DataFrame  # account_id, record_id of the units
+    today: date
+    # This run's reservations (RECORD_COLUMNS), which replace their acknowledged versions, and
+    # the keys of reservations the same plan cancels.
+    incoming: pd.DataFrame | None = None
+    cancelled: pd.DataFrame = field(default_factory=empty_keys)
 
 
 @dataclass(frozen=True)

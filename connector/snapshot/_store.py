@@ -14,6 +14,7 @@ from connector.snapshot._model import (
     DiffResult,
     Refusal,
     RunRecord,
+    UnitStaysRequest,
 )
 
 
@@ -21,9 +22,15 @@ class SnapshotStore(Protocol):
     """What the service has acknowledged, what it refused, and the history of runs."""
 
     location: str
+    read_only: bool  # opened for a plan: every write raises SnapshotError
 
     def diff(self, request: DiffRequest) -> DiffResult:
         """Compare incoming records with the snapshot in one set-based query."""
+        ...
+
+    def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
+        """Per unit of ``request.units`` that guests stay in from ``request.today`` on:
+        ``account_id, unit_id, stays, last_checkout`` (units without stays are left out)."""
         ...
 
     def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:

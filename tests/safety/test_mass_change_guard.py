@@ -41,7 +41,10 @@ def test_an_export_truncated_to_half_its_rows_pushes_nothing_until_approved(
     assert report["status"] == "blocked"
     assert report["guard"]["blocked_accounts"] == ["demo"]
     message = blocked.stderr
-    assert "10 of 20 known accommodation records would be deactivated (50.0%" in message
+    # Every missing unit still has 2031 stays at the service: held (spec §3), not deactivated.
+    assert report["counts"]["deactivate"] == 0
+    assert {u["unit_id"] for u in report["units_with_stays"]} == {f"U{n}" for n in range(11, 21)}
+    assert "unit demo/U11 held, not deactivated: 1 stay(s) until 2031-" in message
     assert "the export has 10 accommodation rows, 50.0% fewer than the 20" in message
     assert "15 reservation rows, 50.0% fewer than the 30" in message
     assert "--allow-mass-change" in message

@@ -217,8 +217,9 @@ def test_plan_prints_as_json_with_counts_per_action_and_as_a_table(
         "deactivate",
         "cancel",
         "held",
+        "quarantined",
     ]
-    assert table.splitlines()[-1].split() == ["total", "2", "0", "0", "0", "0", "0"]
+    assert table.splitlines()[-1].split() == ["total", "2", "0", "0", "0", "0", "0", "0"]
 
 
 def test_duplicate_record_ids_in_one_export_are_refused(snapshot: SnapshotStore) -> None:
