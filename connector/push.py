@@ -28,8 +28,11 @@ from connector.budget import Budget, BudgetGate
 from connector.client import (
     Delivery,
     ServiceClient,
+    SyncAnswer,
     SyncAttempts,
     load_shared_state,
+    nothing_stored,
+    present_counts,
     save_shared_state,
 )
 from connector.contract import Entity, SyncEvent
@@ -40,10 +43,12 @@ from connector.snapshot import Acknowledgement, RecordStatus, Refusal, SnapshotS
 
 
 class Outcome(StrEnum):
-    ACKNOWLEDGED = "acknowledged"  # 2xx: recorded in the snapshot
+    ACKNOWLEDGED = "acknowledged"  # a documented 2xx answer: recorded in the snapshot
     DEAD_LETTERED = "dead_lettered"  # 400/403: in the dead-letter table until its content changes
     FAILED = "failed"  # 401 or an unexpected answer: fix the configuration, then re-run
-    PENDING = "pending"  # not delivered (transient faults, stopped account): the next run sends it
+    # Not delivered or not confirmed (transient faults, a 2xx that was no documented answer,
+    # a stopped account): never recorded, so the next run sends it again.
+    PENDING = "pending"
 
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
@@ -81,7 +86,9 @@ class RecordProblem:
 
 @dataclass(frozen=True)
 class Disagreement:
-    """A 2xx whose counts do not say the record was saved as sent."""
+    """A documented answer whose counts contradict the one record sent (docs/decisions.md,
+    "Acknowledgements and disagreements"). The record is acknowledged unless the counts say
+    nothing was stored; then it is left pending as well."""
 
     entity: str
     account_id: str
@@ -108,6 +115,11 @@ class PushResult:
     foreign_requests: int = 0  # requests another user of the token made, seen in the headers
     waited_s: float = 0.0  # time spent waiting for rate-limit windows
     pending_by_urgency: Counter[str] = field(default_factory=Counter)
+    unconfirmed: int = 0  # changes left pending because their last answer was unconfirmed
+    unconfirmed_answers: int = 0  # 2xx answers that were no acknowledgement, retries included
+    # Acknowledged answers of "skipped" or "already known" explained by an earlier attempt of
+    # the same record in this run whose answer was lost: not disagreements.
+    resent_after_lost_answer: int = 0
 
     @property
     def complete(self) -> bool:
@@ -136,6 +148,9 @@ class PushResult:
             "duration_s": round(self.duration_s, 3),
             "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
             "disagreements": len(self.disagreements),
+            "unconfirmed": self.unconfirmed,
+            "unconfirmed_answers": self.unconfirmed_answers,
+            "resent_after_lost_answer": self.resent_after_lost_answer,
             "held_back": len(self.held_back),
             "deferred": sum(self.deferred.values()),
             "deferred_by_urgency": dict(self.deferred),
@@ -354,23 +369,14 @@ def _record(
     change: _Change, attempts: SyncAttempts, recorder: _Recorder, result: PushResult
 ) -> None:
     result.requests += attempts.attempts
+    result.unconfirmed_answers += attempts.unconfirmed_answers
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
+    if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
+        _check_answer(change, attempts, result)
     if attempts.delivery == Delivery.ACKNOWLEDGED:
         _settle(result, change, Outcome.ACKNOWLEDGED)
         recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
-        detail = response_disagreement(change.entity, change.action, change.payload, attempts.body)
-        if detail:
-            result.disagreements.append(
-                Disagreement(
-                    change.entity,
-                    change.account_id,
-                    change.record_id,
-                    change.action,
-                    detail,
-                    attempts.request_id,
-                )
-            )
         return
     if attempts.delivery == Delivery.REFUSED:
         outcome = Outcome.DEAD_LETTERED
@@ -386,8 +392,10 @@ def _record(
                 request_id=attempts.request_id,
             )
         )
-    elif attempts.delivery == Delivery.UNDELIVERED:
+    elif attempts.delivery in (Delivery.UNDELIVERED, Delivery.UNCONFIRMED):
         outcome = Outcome.PENDING
+        if attempts.delivery == Delivery.UNCONFIRMED:
+            result.unconfirmed += 1
     else:
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:
@@ -406,6 +414,25 @@ def _record(
             attempts=attempts.attempts,
         )
     )
+
+
+def _check_answer(change: _Change, attempts: SyncAttempts, result: PushResult) -> None:
+    """List the last answer's contradictions; count the answers a lost one explains."""
+    found = answer_contradictions(change.entity, change.action, change.payload, attempts.answer)
+    left = _unexplained(found, attempts.answer_lost_before)
+    if found and not left:
+        result.resent_after_lost_answer += 1
+    elif left:
+        result.disagreements.append(
+            Disagreement(
+                change.entity,
+                change.account_id,
+                change.record_id,
+                change.action,
+                "; ".join(c.detail for c in left),
+                attempts.request_id,
+            )
+        )
 
 
 def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -> None:
@@ -428,43 +455,96 @@ def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
     result.tally(change.entity, change.account_id)[str(outcome)] += 1
 
 
-def response_disagreement(
-    entity: str, action: str, payload: str, body: dict[str, Any] | None
-) -> str | None:
-    """Why the service's counts do not match one record saved as sent, or None when they do.
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """One way a documented answer's counts differ from one record saved as sent."""
 
-    Every count member is optional in the spec; only the members present are checked.
-    """
-    if not body:
-        return None
-    if entity == Entity.ACCOMMODATION:
-        saved, skipped = body.get("savedProperties"), body.get("skippedProperties")
-        if isinstance(skipped, int) and skipped > 0:
-            return f"service skipped the accommodation (skippedProperties={skipped})"
-        if isinstance(saved, int) and saved != 1:
-            return f"expected savedProperties=1, got {saved}"
-        return None
-    new, updated, skipped = (
-        body.get("newReservations"),
-        body.get("updatedReservations"),
-        body.get("skippedReservations"),
-    )
-    if isinstance(skipped, int) and skipped > 0:
-        return f"service skipped the reservation (skippedReservations={skipped})"
-    if isinstance(new, int) and isinstance(updated, int):
-        if new + updated == 0:
-            return "service reported no new and no updated reservation"
-        if action == "create" and new == 0:
-            return "sent as create, service already knew it (updatedReservations)"
-        if action != "create" and updated == 0:
-            return f"sent as {action}, service did not know it (newReservations)"
-    ids = body.get("reservationIds")
-    if isinstance(ids, list):
+    detail: str
+    # "skipped" or "already known": what the service says when it already held the record,
+    # as it does after an earlier attempt whose answer was lost.
+    already_stored: bool = False
+
+
+def answer_contradictions(
+    entity: str, action: str, payload: str, answer: SyncAnswer | None
+) -> list[Contradiction]:
+    """How the answer's counts differ from the one record sent as ``action``; [] when they
+    agree. Every member is optional in the spec: only the members present are compared."""
+    if answer is None:
+        return []
+    counts = present_counts(Entity(entity), answer)
+    found: list[Contradiction] = []
+    nothing = nothing_stored(Entity(entity), answer)
+    total = sum(counts.values())
+    if nothing is not None:
+        what = (
+            "nothing saved and nothing skipped"
+            if entity == Entity.ACCOMMODATION
+            else "no new, no updated and no skipped reservation"
+        )
+        found.append(Contradiction(f"service reported {what} ({nothing}): not stored"))
+    elif total > 1:
+        listed = ", ".join(f"{member}={value}" for member, value in counts.items())
+        found.append(Contradiction(f"counts of {total} records for the one sent ({listed})"))
+    elif entity == Entity.ACCOMMODATION:
+        skipped = counts.get("skippedProperties", 0)
+        if skipped and not counts.get("savedProperties"):
+            found.append(
+                Contradiction(
+                    f"service skipped the accommodation (skippedProperties={skipped})",
+                    already_stored=True,
+                )
+            )
+    elif counts.get("skippedReservations"):
+        found.append(
+            Contradiction(
+                "service skipped the reservation (skippedReservations=1)", already_stored=True
+            )
+        )
+    elif action == "create" and counts.get("updatedReservations"):
+        found.append(
+            Contradiction(
+                "sent as create, service already knew it (updatedReservations=1)",
+                already_stored=True,
+            )
+        )
+    elif action != "create" and counts.get("newReservations"):
+        found.append(
+            Contradiction(f"sent as {action}, service did not know it (newReservations=1)")
+        )
+    ids = getattr(answer, "reservationIds", None)
+    if ids is not None:
         resource = orjson.loads(payload)
         expected = {f"{resource['id']}-{unit['id']}" for unit in resource["unitReservations"]}
-        if set(map(str, ids)) != expected:
-            return f"reservationIds {sorted(map(str, ids))} differ from the sent {sorted(expected)}"
-    return None
+        if set(ids) != expected:
+            found.append(
+                Contradiction(
+                    f"reservationIds {sorted(ids)} differ from the sent {sorted(expected)}"
+                )
+            )
+    return found
+
+
+def response_disagreement(
+    entity: str,
+    action: str,
+    payload: str,
+    answer: SyncAnswer | None,
+    *,
+    answer_lost_before: bool = False,
+) -> str | None:
+    """Why the service's answer contradicts one record saved as sent, or None when it agrees.
+
+    With ``answer_lost_before`` (an earlier attempt of this record in this run may have been
+    stored without its answer arriving), "skipped" and "already known" are explained, not
+    contradictions. Pure: the answer and what was sent decide.
+    """
+    left = _unexplained(answer_contradictions(entity, action, payload, answer), answer_lost_before)
+    return "; ".join(c.detail for c in left) or None
+
+
+def _unexplained(found: list[Contradiction], answer_lost_before: bool) -> list[Contradiction]:
+    return [c for c in found if not (answer_lost_before and c.already_stored)]
 
 
 class _Progress:

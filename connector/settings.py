@@ -18,6 +18,7 @@ environment variable, else from the default:
 | token placement (comma list of x-wishbox-auth-token, bearer, apiToken) | PMS_SYNC_TOKEN_PLACEMENT | x-wishbox-auth-token,bearer |
 | HTTP transport (aiohttp, httpx) | PMS_SYNC_TRANSPORT | aiohttp |
 | base URLs whose TLS certificate is not verified (comma list) | PMS_SYNC_INSECURE_TLS_FOR | none |
+| which 2xx bodies acknowledge a record (counts, documented) | PMS_SYNC_ACKNOWLEDGEMENT | counts |
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import yaml
 from connector.client import (
     DEFAULT_BASE_URL,
     AccountTokens,
+    AcknowledgementPolicy,
     ClientConfig,
     RetryPolicy,
     TokenPlacement,
@@ -87,6 +89,7 @@ def load_settings(
             read_timeout=_float(env, "PMS_SYNC_TIMEOUT", 30.0) or 30.0,
             retry=retry,
             insecure_tls_hosts=_insecure_tls_hosts(env),
+            acknowledgement=_acknowledgement(env),
         )
     except ValueError as error:
         raise ConfigError(f"invalid service setting: {error}") from error
@@ -152,6 +155,19 @@ def _insecure_tls_hosts(env: Mapping[str, str]) -> frozenset[str]:
                 f"got {url!r}"
             )
     return urls
+
+
+def _acknowledgement(env: Mapping[str, str]) -> AcknowledgementPolicy:
+    raw = env.get("PMS_SYNC_ACKNOWLEDGEMENT", "").strip().lower()
+    if not raw:
+        return AcknowledgementPolicy.COUNTS
+    try:
+        return AcknowledgementPolicy(raw)
+    except ValueError:
+        choices = ", ".join(p.value for p in AcknowledgementPolicy)
+        raise ConfigError(
+            f"PMS_SYNC_ACKNOWLEDGEMENT must be one of {choices}, got {raw!r}"
+        ) from None
 
 
 def _placement(value: str | None) -> frozenset[TokenPlacement]:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from connector.errors import PmsSyncError
 from connector.sandbox.config import DEFAULT_DATA_PATH, DEFAULT_PORT, SandboxConfig, load_config
-from connector.sandbox.faults import FaultSettings
+from connector.sandbox.faults import FaultSettings, Misbehaviour
 from connector.sandbox.server import serve_forever
 
 _FAULT_OPTIONS = {
@@ -22,8 +22,29 @@ _FAULT_OPTIONS = {
     "timeout_s": "timeout_s",
     "drop_rate": "drop_rate",
     "fail_next": "fail_next",
+    "misbehave_next": "misbehave_next",
+    "misbehaviour": "misbehaviour",
     "seed": "seed",
 }
+_MISBEHAVIOURS = ", ".join(Misbehaviour)
+
+
+def _misbehaviour_rates(
+    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
+) -> dict[str, float] | None:
+    """``("html_200=0.1", "redirect_302=0.05")`` → ``{"html_200": 0.1, ...}``."""
+    rates: dict[str, float] = {}
+    for value in values:
+        kind, separator, rate = value.partition("=")
+        if not separator or kind.strip() not in set(Misbehaviour):
+            raise click.BadParameter(
+                f"expected KIND=RATE with KIND one of {_MISBEHAVIOURS}, got {value!r}"
+            )
+        try:
+            rates[kind.strip()] = float(rate)
+        except ValueError:
+            raise click.BadParameter(f"{kind}: the rate must be a number, got {rate!r}") from None
+    return rates or None
 
 
 @click.command("sandbox")
@@ -53,6 +74,22 @@ _FAULT_OPTIONS = {
     "--drop-rate", type=float, help="Fraction processed whose answer is lost (connection drops)."
 )
 @click.option("--fail-next", type=int, help="Answer the next N requests with 500.")
+@click.option(
+    "--misbehaviour-rate",
+    "misbehaviour_rates",
+    multiple=True,
+    callback=_misbehaviour_rates,
+    metavar="KIND=RATE",
+    help=f"Fraction of sync requests answered with a misbehaviour ({_MISBEHAVIOURS}); repeatable.",
+)
+@click.option(
+    "--misbehave-next", type=int, help="Answer the next N sync requests with --misbehaviour."
+)
+@click.option(
+    "--misbehaviour",
+    type=click.Choice([kind.value for kind in Misbehaviour]),
+    help="The misbehaviour of --misbehave-next.",
+)
 @click.option("--seed", type=int, help="Seed of the fault draws.")
 @click.option(
     "--access-log/--no-access-log",
@@ -66,6 +103,7 @@ def sandbox_command(
     data_path: Path,
     config_path: Path | None,
     access_log: bool,
+    misbehaviour_rates: dict[str, float] | None,
     **fault_options: Any,
 ) -> None:
     """Run the local stand-in of the service (sync webhooks, Open API, admin API)."""
@@ -76,6 +114,8 @@ def sandbox_command(
             for option, value in fault_options.items()
             if value is not None
         }
+        if misbehaviour_rates:
+            overrides["misbehaviour_rates"] = misbehaviour_rates
         if overrides:
             faults = FaultSettings.model_validate(
                 {**config.faults.model_dump(exclude_defaults=True), **overrides}

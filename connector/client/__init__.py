@@ -1,9 +1,18 @@
 """The HTTP client of the service interface: sync webhooks with auth, rate limit and retries,
 and the Open API (OAuth2 tokens cached on disk, accounts, links, property status, webhooks)."""
 
+from connector.client._acknowledgement import (
+    COUNT_MEMBERS,
+    AnswerReading,
+    SyncAnswer,
+    nothing_stored,
+    present_counts,
+    read_answer,
+)
 from connector.client._client import REQUEST_ID_HEADER, ServiceClient, mask_message
 from connector.client._config import (
     DEFAULT_BASE_URL,
+    AcknowledgementPolicy,
     ClientConfig,
     RetryPolicy,
     TokenPlacement,
@@ -34,10 +43,13 @@ from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
 
 __all__ = [
+    "COUNT_MEMBERS",
     "DEFAULT_BASE_URL",
     "DOCUMENTED_WINDOWS",
     "REQUEST_ID_HEADER",
     "AccountTokens",
+    "AcknowledgementPolicy",
+    "AnswerReading",
     "CachedToken",
     "ClientConfig",
     "ClientCredentials",
@@ -47,6 +59,7 @@ __all__ = [
     "RetryPolicy",
     "ServiceClient",
     "ServiceUnreachableError",
+    "SyncAnswer",
     "SyncAttempts",
     "TokenBucket",
     "TokenCache",
@@ -62,7 +75,10 @@ __all__ = [
     "limiter_key",
     "load_shared_state",
     "mask_message",
+    "nothing_stored",
     "parse_retry_after",
     "parse_windows",
+    "present_counts",
+    "read_answer",
     "save_shared_state",
 ]

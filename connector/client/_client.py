@@ -3,7 +3,9 @@
 One pooled HTTP session per run: keep-alive connections, a client-side rate limit, retries
 with exponential backoff and jitter for transient failures, and the x-request-id of every
 attempt kept for support. Nothing here touches the snapshot: the push decides what an answer
-means for the record.
+means for the record. A 2xx acknowledges a record only when its body is a documented answer
+(``connector/client/_acknowledgement.py``); any other 2xx is retried like a 5xx and, when it
+outlasts the retry budget, reported as unconfirmed.
 
 The sync webhooks are the one hot path (one request per changed record), so on the default
 transport they are posted with aiohttp directly: httpx's request and response models on top
@@ -24,9 +26,9 @@ from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 import httpx
-import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from connector.client._acknowledgement import read_answer
 from connector.client._config import (
     ClientConfig,
     TokenPlacement,
@@ -47,7 +49,15 @@ _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError,
     OSError,
 )
+# Failures that happen before the request could reach the service: nothing was stored.
+_NEVER_SENT: tuple[type[BaseException], ...] = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+)
 _MAX_MESSAGE = 2000
+_QUOTED_ERROR = 200
 REQUEST_ID_HEADER = "x-request-id"
 _SYNC_HEADERS = {"content-type": "application/json"}
 
@@ -67,6 +77,23 @@ class _Answer(NamedTuple):
     @property
     def text(self) -> str:
         return self.body.decode(self.charset or "utf-8", errors="replace")
+
+
+class _AnswerCutOff(Exception):
+    """The status line and headers came, the body did not: the connection broke.
+
+    The service may have processed the request (and its x-request-id came with the headers),
+    so this is a transient failure after which the record may be stored.
+    """
+
+    def __init__(self, status: int, request_id: str | None, error: BaseException) -> None:
+        self.request_id = request_id
+        cause = _transport_message(error)[:_QUOTED_ERROR]
+        self.message = (
+            f"the connection broke after the HTTP {status} status line and headers, "
+            f"before the body ({cause})"
+        )
+        super().__init__(self.message)
 
 
 class _Poster(Protocol):
@@ -97,7 +124,11 @@ class _AiohttpPoster:
         async with self._session.post(
             self._base + path, data=body, headers=headers, proxy=self._proxy, allow_redirects=False
         ) as response:
-            content = await response.read()
+            try:
+                content = await response.read()
+            except _TRANSIENT_ERRORS as error:
+                request_id = response.headers.get(REQUEST_ID_HEADER)
+                raise _AnswerCutOff(response.status, request_id, error) from error
             return _Answer(response.status, response.headers, content, response.charset)
 
     async def aclose(self) -> None:
@@ -111,10 +142,16 @@ class _HttpxPoster:
         self._http = open_http(config, _SYNC_HEADERS)
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
-        response = await self._http.post(path, content=body, headers=dict(headers))
-        return _Answer(
-            response.status_code, response.headers, response.content, response.charset_encoding
-        )
+        # Streamed, so that a body lost after the headers still yields the x-request-id.
+        async with self._http.stream("POST", path, content=body, headers=dict(headers)) as response:
+            try:
+                content = await response.aread()
+            except _TRANSIENT_ERRORS as error:
+                request_id = response.headers.get(REQUEST_ID_HEADER)
+                raise _AnswerCutOff(response.status_code, request_id, error) from error
+            return _Answer(
+                response.status_code, response.headers, content, response.charset_encoding
+            )
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -200,9 +237,15 @@ class ServiceClient:
         outcome = SyncAttempts(Delivery.UNDELIVERED, None, "")
         retry = self.config.retry
         limiter = self.limiter_of(token)
+        # Whether an attempt so far may have been stored without an answer the client could
+        # read: a later "skipped" or "already known" is then explained (connector/push.py).
+        maybe_stored = False
         for attempt in range(1, retry.max_attempts + 1):
             ticket = await limiter.acquire()
             outcome.attempts = attempt
+            outcome.answer_lost_before = maybe_stored
+            outcome.delivery = Delivery.UNDELIVERED
+            outcome.answer = None
             retry_after: float | None = None
             try:
                 try:
@@ -210,36 +253,64 @@ class ServiceClient:
                 finally:
                     # Answered, failed or cancelled: the request is no longer in flight.
                     limiter.done(ticket)
+            except _AnswerCutOff as cut_off:
+                outcome.request_ids.append(cut_off.request_id)
+                outcome.status = None
+                outcome.message = cut_off.message
+                maybe_stored = True
             except _TRANSIENT_ERRORS as error:
                 outcome.request_ids.append(None)
                 outcome.status = None
-                outcome.message = f"{type(error).__name__}: {error}".strip()
+                outcome.message = _transport_message(error)
+                maybe_stored = maybe_stored or not isinstance(error, _NEVER_SENT)
             else:
                 outcome.request_ids.append(response.headers.get(REQUEST_ID_HEADER))
                 outcome.status = response.status
                 limiter.observe(response.headers, ticket)
                 if response.is_success:
-                    outcome.delivery = Delivery.ACKNOWLEDGED
-                    outcome.body = _json_object(response.body)
-                    outcome.message = ""
-                    return outcome
-                outcome.message = _masked_message(response.text, token, payload)
-                if response.status in (400, 403):
-                    outcome.delivery = Delivery.REFUSED
-                    return outcome
-                if response.status == 401:
-                    outcome.delivery = Delivery.UNAUTHORIZED
-                    return outcome
-                if response.status != 429 and response.status < 500:
-                    outcome.delivery = Delivery.UNEXPECTED
-                    return outcome
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                if response.status == 429:
-                    self.throttled += 1
-                    limiter.throttled(retry_after)
+                    reading = read_answer(
+                        entity,
+                        response.status,
+                        response.headers.get("content-type"),
+                        response.body,
+                        self.config.acknowledgement,
+                    )
+                    outcome.answer = reading.answer
+                    if reading.acknowledged:
+                        outcome.delivery = Delivery.ACKNOWLEDGED
+                        outcome.message = ""
+                        return outcome
+                    # Retried like a 5xx: the answer may come from something in front of the
+                    # service (a proxy, a captive portal) or from a service that failed.
+                    outcome.delivery = Delivery.UNCONFIRMED
+                    outcome.unconfirmed_answers += 1
+                    outcome.message = _masked_message(
+                        f"unconfirmed: {reading.problem}", token, payload
+                    )
+                    # A documented answer saying nothing was stored is believed; any other
+                    # body may stand in front of a write that happened.
+                    maybe_stored = maybe_stored or reading.answer is None
+                else:
+                    outcome.message = _failure_message(response, token, payload)
+                    if response.status in (400, 403):
+                        outcome.delivery = Delivery.REFUSED
+                        return outcome
+                    if response.status == 401:
+                        outcome.delivery = Delivery.UNAUTHORIZED
+                        return outcome
+                    if response.status != 429 and response.status < 500:
+                        outcome.delivery = Delivery.UNEXPECTED
+                        return outcome
+                    retry_after = parse_retry_after(response.headers.get("retry-after"))
+                    if response.status == 429:
+                        self.throttled += 1
+                        limiter.throttled(retry_after)
+                    else:
+                        maybe_stored = True  # a 5xx may come after the write (a gateway's 504)
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
-        outcome.delivery = Delivery.UNDELIVERED
+        # The last attempt's kind: UNCONFIRMED (a 2xx that was no acknowledgement) or
+        # UNDELIVERED (no answer, 429 or 5xx).
         return outcome
 
 
@@ -327,12 +398,35 @@ def _auth_headers(token: str, placement: Iterable[TokenPlacement]) -> dict[str, 
     return headers
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
+def _transport_message(error: BaseException) -> str:
+    """``ServerDisconnectedError: Server disconnected``; the class alone when it says nothing."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _failure_message(answer: _Answer, token: str, payload: str) -> str:
+    """What a non-2xx answer says, never empty: the body (masked), or what the answer was."""
+    if 300 <= answer.status < 400:
+        location = answer.headers.get("location")
+        where = f"redirect to {_without_userinfo(location)}" if location else "redirect"
+        return _masked_message(
+            f"HTTP {answer.status} {where} (redirects are not followed: check PMS_SYNC_BASE_URL)",
+            token,
+            payload,
+        )
+    text = answer.text.strip()
+    if not text:
+        return f"HTTP {answer.status} with an empty body"
+    return _masked_message(text, token, payload)
+
+
+def _without_userinfo(url: str) -> str:
+    """``https://user:pw@host/x`` → ``https://host/x``: credentials never reach a message."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if "@" not in parts.netloc:
+        return url.strip()
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def _secret_values(value: Any) -> set[str]:

@@ -32,6 +32,15 @@ class TokenPlacement(StrEnum):
     API_TOKEN_MEMBER = "apiToken"  # the body member seen in the spec's request sample
 
 
+class AcknowledgementPolicy(StrEnum):
+    """Which 2xx answers acknowledge a record (docs/decisions.md, "Acknowledgements and
+    disagreements"). Either way the body must be the JSON object of spec §4.1/§4.2 with every
+    documented member present of its documented type, and no error shape."""
+
+    COUNTS = "counts"  # and at least one count member: the service said what it did
+    DOCUMENTED = "documented"  # also {} and objects without counts (a summary only)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter for transient failures.
@@ -75,6 +84,8 @@ class ClientConfig:
     # PMS-side test server with a self-signed certificate). There is no blanket switch.
     insecure_tls_hosts: frozenset[str] = frozenset()
     trust_env: bool = True  # proxy variables (HTTPS_PROXY, NO_PROXY) and SSL_CERT_FILE
+    # Which 2xx bodies acknowledge a record; anything else is retried, then left pending.
+    acknowledgement: AcknowledgementPolicy = AcknowledgementPolicy.COUNTS
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

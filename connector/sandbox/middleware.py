@@ -1,5 +1,6 @@
 """The layer around every request: a fresh x-request-id on every response, the request
-statistics, and the injected faults (never on the admin API under /_sandbox/).
+statistics, and the injected faults and misbehaviours (never on the admin API under
+/_sandbox/; misbehaviours on the sync webhooks only).
 
 A plain ASGI wrapper rather than Starlette middleware: it also wraps Starlette's own 500
 handler (so even a crash answers with an x-request-id) and costs almost nothing per request.
@@ -14,8 +15,9 @@ from typing import Any
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from connector.sandbox.faults import Fault, FaultKind
-from connector.sandbox.responses import error_for_path
+from connector.sandbox.faults import Fault, FaultKind, Misbehaviour
+from connector.sandbox.misbehaviours import connection_reset, misbehave
+from connector.sandbox.responses import error_for_path, is_sync_path
 from connector.sandbox.state import SandboxState
 
 ADMIN_PREFIX = "/_sandbox/"
@@ -48,15 +50,27 @@ class SandboxMiddleware:
             await self.app(scope, receive, send_with_request_id)
             return
         try:
-            decision = self.state.faults.decide()
+            decision = self.state.faults.decide(sync_webhook=is_sync_path(path))
             if decision.latency_s:
                 await asyncio.sleep(decision.latency_s)
-            if decision.fault is None:
+            fault = decision.fault
+            if fault is None:
                 await self.app(scope, receive, send_with_request_id)
-            elif decision.fault.kind is FaultKind.DROP:
+                return
+            self.state.stats.injected(fault.kind)
+            if isinstance(fault.kind, Misbehaviour):
+                status = await misbehave(
+                    fault.kind,
+                    self.app,
+                    scope,
+                    receive,
+                    send_with_request_id,
+                    connection_reset(send),
+                )
+            elif fault.kind is FaultKind.DROP:
                 status = await _drop_answer(self.app, scope, receive, send)
             else:
-                status = await self._inject(decision.fault, scope, receive, send_with_request_id)
+                status = await self._inject(fault, scope, receive, send_with_request_id)
         finally:
             self.state.stats.count(self._endpoint(scope), status or CLIENT_CLOSED_REQUEST)
 

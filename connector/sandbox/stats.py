@@ -1,4 +1,5 @@
-"""Counts of requests received, per endpoint (method and path template) and status."""
+"""Counts of requests received, per endpoint (method and path template) and status, and of the
+faults and misbehaviours injected, per kind."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ class RequestStats:
         self._counts: defaultdict[str, defaultdict[str, int]] = defaultdict(
             lambda: defaultdict(int)
         )
+        self._injected: defaultdict[str, int] = defaultdict(int)
 
     def count(self, endpoint: str, status: int) -> None:
         with self._lock:
             self._counts[endpoint][str(status)] += 1
 
+    def injected(self, kind: str) -> None:
+        with self._lock:
+            self._injected[str(kind)] += 1
+
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._injected.clear()
 
     def as_json(self) -> dict[str, Any]:
         with self._lock:
@@ -28,7 +35,9 @@ class RequestStats:
                 endpoint: dict(sorted(by_status.items()))
                 for endpoint, by_status in sorted(self._counts.items())
             }
+            injected = dict(sorted(self._injected.items()))
         return {
             "requests": requests,
             "total": sum(sum(by_status.values()) for by_status in requests.values()),
+            "injected": injected,
         }

@@ -11,7 +11,7 @@ import pandas as pd
 
 from connector.batches import mapped_records_from_resources
 from connector.canonical import canonical_json, content_hash
-from connector.client import ClientConfig, RetryPolicy
+from connector.client import AcknowledgementPolicy, ClientConfig, RetryPolicy
 from connector.contract import Entity
 from connector.push import PushOptions
 from connector.records import MappedRecords
@@ -121,11 +121,16 @@ def settings_for(
     concurrency: int = 8,
     retry: RetryPolicy = FAST_RETRY,
     rate_limit: float | None = None,
+    acknowledgement: AcknowledgementPolicy = AcknowledgementPolicy.COUNTS,
 ) -> SyncSettings:
     base = load_settings(base_url=base_url, snapshot=snapshot, token=token, env={})
     return SyncSettings(
         client=ClientConfig(
-            base_url=base_url, concurrency=concurrency, retry=retry, rate_limit=rate_limit
+            base_url=base_url,
+            concurrency=concurrency,
+            retry=retry,
+            rate_limit=rate_limit,
+            acknowledgement=acknowledgement,
         ),
         tokens=type(base.tokens)(per_account=tokens or {}, default=token),
         snapshot_path=snapshot,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from connector.client import TokenPlacement, Transport
+from connector.client import AcknowledgementPolicy, TokenPlacement, Transport
 from connector.errors import ConfigError
 from connector.settings import DEFAULT_SNAPSHOT, load_settings
 
@@ -75,3 +75,13 @@ def test_invalid_numbers_and_placements_are_config_errors() -> None:
     assert load_settings(env={"PMS_SYNC_TOKEN_PLACEMENT": "apiToken"}).client.token_placement == {
         TokenPlacement.API_TOKEN_MEMBER
     }
+
+
+def test_the_acknowledgement_policy_is_counts_unless_the_environment_says_documented() -> None:
+    default = load_settings(env={}).client.acknowledgement
+    documented = load_settings(env={"PMS_SYNC_ACKNOWLEDGEMENT": "Documented"}).client
+
+    assert default == AcknowledgementPolicy.COUNTS
+    assert documented.acknowledgement == AcknowledgementPolicy.DOCUMENTED
+    with pytest.raises(ConfigError, match="PMS_SYNC_ACKNOWLEDGEMENT must be one of counts, "):
+        load_settings(env={"PMS_SYNC_ACKNOWLEDGEMENT": "any-2xx"})
