@@ -9,7 +9,13 @@ import click
 from pydantic import ValidationError
 
 from connector.errors import PmsSyncError
-from connector.sandbox.config import DEFAULT_DATA_PATH, DEFAULT_PORT, SandboxConfig, load_config
+from connector.sandbox.config import (
+    ADMIN_TOKEN_VARIABLE,
+    DEFAULT_DATA_PATH,
+    DEFAULT_PORT,
+    SandboxConfig,
+    load_config,
+)
 from connector.sandbox.faults import FaultSettings, Misbehaviour
 from connector.sandbox.server import serve_forever
 
@@ -49,7 +55,19 @@ def _misbehaviour_rates(
 
 @click.command("sandbox")
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="0: any free port.")
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on. Any other than loopback needs --admin-token.",
+)
+@click.option(
+    "--admin-token",
+    envvar=ADMIN_TOKEN_VARIABLE,
+    show_envvar=True,
+    help="Token every /_sandbox/ request must carry (Authorization: Bearer or "
+    "X-Sandbox-Admin-Token); overrides admin_token of --config.",
+)
 @click.option(
     "--data",
     "data_path",
@@ -100,6 +118,7 @@ def _misbehaviour_rates(
 def sandbox_command(
     port: int,
     host: str,
+    admin_token: str | None,
     data_path: Path,
     config_path: Path | None,
     access_log: bool,
@@ -109,6 +128,8 @@ def sandbox_command(
     """Run the local stand-in of the service (sync webhooks, Open API, admin API)."""
     try:
         config = load_config(config_path) if config_path else SandboxConfig.demo()
+        if admin_token:
+            config = config.with_admin_token(admin_token)
         overrides = {
             _FAULT_OPTIONS[option]: value
             for option, value in fault_options.items()

@@ -55,6 +55,12 @@ class CsvInput(StrictModel):
     null_values: list[str] = Field(
         default=list(DEFAULT_NULL_VALUES), description="Cell texts read as a missing value."
     )
+    max_line_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Largest row in MiB (a quoted value's line breaks included); a larger one "
+        "stops the run naming its line. Default: PMS_SYNC_CSV_MAX_LINE_MB, else 2.",
+    )
 
 
 class XlsxInput(StrictModel):
@@ -65,6 +71,19 @@ class XlsxInput(StrictModel):
     sheet: str | None = Field(default=None, description="Sheet name; the first sheet if unset.")
     header_row: int = Field(default=1, ge=1)
     null_values: list[str] = Field(default=list(DEFAULT_NULL_VALUES))
+    max_uncompressed_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Largest size in MiB the workbook may expand to, checked before it is "
+        "parsed. Default: PMS_SYNC_XLSX_MAX_UNCOMPRESSED_MB, else 1024.",
+    )
+    max_compression_ratio: int | None = Field(
+        default=None,
+        ge=1,
+        description="Largest uncompressed:compressed ratio of one member above 1 MiB "
+        "(a zip bomb's is in the hundreds). Default: PMS_SYNC_XLSX_MAX_COMPRESSION_RATIO, "
+        "else 100.",
+    )
 
 
 class SqlInput(StrictModel):

@@ -1,9 +1,15 @@
 """The admin API under /_sandbox/ for tests, benchmarks and operators: stored records, request
 statistics, fault injection, reset and health. Never subject to faults or rate limits.
+
+It is meant for local use: it returns stored records whole, door codes included. With an admin
+token configured, every request under /_sandbox/ (unknown paths too) must carry it, as
+``Authorization: Bearer <token>`` or ``X-Sandbox-Admin-Token: <token>``, or is answered 401.
 """
 
 from __future__ import annotations
 
+import hmac
+import re
 from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
@@ -20,12 +26,22 @@ from connector.sandbox.validation_messages import describe_validation_error
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _non_negative(value: str | None, name: str) -> int | str | None:
+MAX_PAGE_PARAMETER = 1_000_000_000
+"""Largest ``limit``/``offset`` accepted: far beyond any store the sandbox holds, far below
+SQLite's integer range (a bigger value used to end in a 500)."""
+
+_DIGITS = re.compile(r"[0-9]+")
+ADMIN_TOKEN_HEADER = "x-sandbox-admin-token"
+_ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def _page_parameter(value: str | None, name: str) -> int | str | None:
     """The parsed parameter, None when absent, or the problem with it as a message."""
     if value is None:
         return None
-    if not value.isdigit():
-        return f"{name}: expected a non-negative integer, got {value!r}"
+    if _DIGITS.fullmatch(value) is None or int(value) > MAX_PAGE_PARAMETER:
+        shown = value if len(value) <= 40 else f"{value[:40]}… ({len(value)} characters)"
+        return f"{name}: expected an integer from 0 to {MAX_PAGE_PARAMETER}, got {shown!r}"
     return int(value)
 
 
@@ -39,8 +55,8 @@ def _records(state: SandboxState) -> Handler:
                 "invalid_request",
                 f"entity: expected accommodation or reservation, got {entity!r}",
             )
-        limit = _non_negative(params.get("limit"), "limit")
-        offset = _non_negative(params.get("offset"), "offset")
+        limit = _page_parameter(params.get("limit"), "limit")
+        offset = _page_parameter(params.get("offset"), "offset")
         for problem in (limit, offset):
             if isinstance(problem, str):
                 return api_error(400, "invalid_request", problem)
@@ -98,11 +114,72 @@ def _health(state: SandboxState) -> Handler:
     return health
 
 
+def _presented_token(request: Request) -> str | None:
+    """The admin token a request carries, from either header, or None."""
+    token = request.headers.get(ADMIN_TOKEN_HEADER)
+    if token is not None:
+        return token.strip()
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+def _guarded(handler: Handler, admin_token: str | None) -> Handler:
+    """``handler`` behind the admin token, when one is configured."""
+    if admin_token is None:
+        return handler
+    expected = admin_token.encode()
+
+    async def guarded(request: Request) -> Response:
+        presented = _presented_token(request)
+        # Compared in constant time; the presented value is never echoed.
+        if presented is None or not hmac.compare_digest(presented.encode(), expected):
+            problem = "no admin token" if presented is None else "a wrong admin token"
+            return api_error(
+                401,
+                "unauthorized",
+                f"the admin API requires the sandbox's admin token, this request carries "
+                f"{problem}: send it as `Authorization: Bearer <token>` or "
+                f"`X-Sandbox-Admin-Token: <token>`",
+                headers={"WWW-Authenticate": 'Bearer realm="pms-sync sandbox admin"'},
+            )
+        return await handler(request)
+
+    return guarded
+
+
+def _unknown(known: dict[str, list[str]]) -> Handler:
+    """Any other path under /_sandbox/ (reached only with the token, when one is set)."""
+
+    async def unknown(request: Request) -> Response:
+        methods = known.get(request.url.path)
+        if methods is not None:
+            return api_error(
+                405,
+                "method_not_allowed",
+                f"{request.method} is not allowed on {request.url.path} "
+                f"(allowed: {', '.join(methods)})",
+                headers={"Allow": ", ".join(methods)},
+            )
+        return api_error(404, "not_found", f"no admin endpoint {request.url.path}")
+
+    return unknown
+
+
 def admin_routes(state: SandboxState) -> list[Route]:
+    endpoints: list[tuple[str, Handler, list[str]]] = [
+        ("/_sandbox/records", _records(state), ["GET"]),
+        ("/_sandbox/stats", _stats(state), ["GET"]),
+        ("/_sandbox/faults", _faults(state), ["GET", "POST"]),
+        ("/_sandbox/reset", _reset(state), ["POST"]),
+        ("/_sandbox/health", _health(state), ["GET"]),
+    ]
+    token = state.config.admin_token
+    known = {path: methods for path, _, methods in endpoints}
     return [
-        Route("/_sandbox/records", _records(state), methods=["GET"]),
-        Route("/_sandbox/stats", _stats(state), methods=["GET"]),
-        Route("/_sandbox/faults", _faults(state), methods=["GET", "POST"]),
-        Route("/_sandbox/reset", _reset(state), methods=["POST"]),
-        Route("/_sandbox/health", _health(state), methods=["GET"]),
+        *(
+            Route(path, _guarded(handler, token), methods=methods)
+            for path, handler, methods in endpoints
+        ),
+        # Last: unknown admin paths and methods are answered behind the token as well.
+        Route("/_sandbox/{rest:path}", _guarded(_unknown(known), token), methods=_ANY_METHOD),
     ]

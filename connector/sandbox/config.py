@@ -1,4 +1,5 @@
-"""The sandbox's configuration: accounts, their sync tokens, Open API clients, faults, rate limits.
+"""The sandbox's configuration: accounts, their sync tokens, Open API clients, faults, rate
+limits, and the admin token that guards the admin API.
 
 Read from a YAML file (``pms-sync sandbox --config FILE``); without one the sandbox seeds the
 public demo account, whose credentials are printed at start.
@@ -7,10 +8,19 @@ public demo account, whose credentials are printed at start.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Self
+from typing import Annotated, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from connector.errors import ConfigError
 from connector.sandbox.faults import FaultSettings
@@ -21,6 +31,14 @@ DEFAULT_DATA_PATH = Path(".pms-sync/sandbox")
 DEMO_SYNC_TOKEN = "demo-token"
 DEMO_CLIENT_ID = "demo-client"
 DEMO_CLIENT_SECRET = "demo-secret"
+ADMIN_TOKEN_VARIABLE = "PMS_SYNC_SANDBOX_ADMIN_TOKEN"
+ADMIN_TOKEN_MIN_LENGTH = 16
+
+AdminToken = Annotated[
+    str,
+    StringConstraints(min_length=ADMIN_TOKEN_MIN_LENGTH, pattern=r"^[\x21-\x7e]+$"),
+]
+"""A token an HTTP header carries as it is: visible ASCII, long enough not to be guessed."""
 
 
 class _ConfigModel(BaseModel):
@@ -61,6 +79,13 @@ class SandboxConfig(_ConfigModel):
     links_base_url: str = Field(
         default="https://guest.sandbox.invalid",
         description="Base of the guest-app, chat and check-in links the sandbox makes up.",
+    )
+    admin_token: AdminToken | None = Field(
+        default=None,
+        description=(
+            "When set, every request under /_sandbox/ must carry it (Authorization: Bearer "
+            "<token> or X-Sandbox-Admin-Token); required to listen on a non-loopback host."
+        ),
     )
     # Private, so that no config file can claim to be the demo and get its secrets printed.
     _is_demo: bool = PrivateAttr(default=False)
@@ -112,6 +137,19 @@ class SandboxConfig(_ConfigModel):
         )
         config._is_demo = True
         return config
+
+    def with_admin_token(self, token: str) -> SandboxConfig:
+        """This config with ``token`` as its admin token (a command-line or environment value
+        wins over the file's); a ConfigError when the token is unfit (never quoting it)."""
+        try:
+            checked = TypeAdapter(AdminToken).validate_python(token)
+        except ValidationError:
+            raise ConfigError(
+                f"the sandbox admin token must be at least {ADMIN_TOKEN_MIN_LENGTH} visible "
+                f"ASCII characters without spaces (e.g. the output of "
+                f"`python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+            ) from None
+        return self.model_copy(update={"admin_token": checked})
 
     def account(self, account_id: str) -> AccountConfig | None:
         return next((account for account in self.accounts if account.id == account_id), None)

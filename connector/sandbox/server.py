@@ -1,10 +1,15 @@
 """Serving the sandbox with uvicorn: on a socket bound here (so port 0 yields a known free
 port), in the foreground (CLI) or in a background thread (tests).
+
+The admin API hands out every stored record, door codes and guest contact data included, so
+the sandbox listens beyond loopback only with an admin token that guards it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +20,7 @@ import uvicorn
 
 from connector.errors import PmsSyncError
 from connector.sandbox.app import create_app
-from connector.sandbox.config import SandboxConfig
+from connector.sandbox.config import ADMIN_TOKEN_VARIABLE, SandboxConfig
 from connector.sandbox.state import SandboxState
 from connector.secrets import MASK
 
@@ -25,6 +30,42 @@ GRACEFUL_SHUTDOWN_S = 2
 
 class SandboxStartError(PmsSyncError):
     """The sandbox could not bind its port or did not start."""
+
+
+class SandboxExposedError(SandboxStartError):
+    """Asked to listen beyond loopback without an admin token."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine. Names other than
+    ``localhost`` are not resolved: they count as reachable from the network."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, config: SandboxConfig) -> str | None:
+    """None on loopback; the warning to print when listening beyond it with an admin token.
+    Without one a SandboxExposedError says why not and how."""
+    if is_loopback(host):
+        return None
+    if config.admin_token is None:
+        raise SandboxExposedError(
+            f"refusing to listen on {host or 'every interface'}: the admin API (/_sandbox/) "
+            f"returns every stored record, door codes and guest contact data included, and "
+            f"without an admin token anyone who can reach the port may read it. Listen on "
+            f"127.0.0.1 (the default) for local use, or set an admin token (--admin-token, "
+            f"{ADMIN_TOKEN_VARIABLE}, or admin_token: in the config file) that every /_sandbox/ "
+            f"request must then carry"
+        )
+    return (
+        f"warning: the sandbox listens on {host or 'every interface'} and is reachable from the "
+        f"network. Its admin API (/_sandbox/) requires the admin token; the sync webhooks and "
+        f"the Open API take their usual tokens. It is a test double: give it no real guest data."
+    )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -96,6 +137,8 @@ def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str
         lines.append(f"faults: {config.faults.model_dump(exclude_defaults=True)}")
     if config.rate_limits:
         lines.append(f"rate limits on {len(config.rate_limits)} token(s)/client(s)")
+    if config.admin_token is not None:
+        lines.append("admin API (/_sandbox/): admin token required")
     return "\n".join(lines)
 
 
@@ -107,8 +150,15 @@ def serve_forever(
     port: int,
     access_log: bool,
     announce: Callable[[str], None] = lambda text: print(text, flush=True),
+    warn: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
 ) -> None:
-    """Run the sandbox in the foreground until interrupted (Ctrl-C or SIGTERM)."""
+    """Run the sandbox in the foreground until interrupted (Ctrl-C or SIGTERM).
+
+    A non-loopback ``host`` needs ``config.admin_token`` (SandboxExposedError otherwise, before
+    anything is bound) and is warned about."""
+    warning = exposure_warning(host, config)
+    if warning is not None:
+        warn(warning)
     sock = bind_socket(host, port)
     server = build_server(config, data_path, access_log=access_log, log_level="info")
     announce(startup_banner(config, base_url_of(sock), data_path))
@@ -119,6 +169,7 @@ class BackgroundServer:
     """A sandbox served by uvicorn in a daemon thread of this process."""
 
     def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
+        exposure_warning(host, config)  # the same rule as the CLI: beyond loopback, a token
         # The app (and its data file) first: if it cannot open, no socket is left bound.
         self._server = build_server(config, data_path, access_log=False)
         self._sock = bind_socket(host, port)

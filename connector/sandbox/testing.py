@@ -2,7 +2,8 @@
 
 ``running_sandbox`` serves it from a thread of the current process; ``sandbox_process`` runs it
 as a separate process (``python -m connector.sandbox``), which outlives anything the test
-kills. Both yield a :class:`SandboxHandle` that talks to the admin API over HTTP.
+kills. Both yield a :class:`SandboxHandle` that talks to the admin API over HTTP, with the
+sandbox's admin token when it has one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import httpx
 import yaml
 
 from connector.sandbox.config import (
+    ADMIN_TOKEN_VARIABLE,
     DEMO_CLIENT_ID,
     DEMO_CLIENT_SECRET,
     DEMO_SYNC_TOKEN,
@@ -41,17 +43,19 @@ _LISTENING = re.compile(r"listening on (http://\S+)")
 class SandboxHandle:
     """A running sandbox: its address, an HTTP client bound to it, the admin API as methods."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, admin_token: str | None = None) -> None:
         self.base_url = base_url
         # One client per sandbox, shared by the tests that use it: creating an httpx.Client
         # costs tens of milliseconds (its TLS context), more than a request to the sandbox.
         self.http = httpx.Client(base_url=base_url, timeout=30.0)
+        # Sent on admin calls only: requests a test makes with ``http`` stay as it writes them.
+        self.admin_headers = admin_headers(admin_token)
 
     def close(self) -> None:
         self.http.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self.http.request(method, path, **kwargs)
+        response = self.http.request(method, path, headers=self.admin_headers, **kwargs)
         response.raise_for_status()
         return response.json()
 
@@ -97,11 +101,22 @@ class SandboxHandle:
         return self._call("GET", "/_sandbox/health")
 
 
+def admin_headers(admin_token: str | None) -> dict[str, str]:
+    """The headers that carry ``admin_token`` to the admin API (none without a token)."""
+    return {} if admin_token is None else {"Authorization": f"Bearer {admin_token}"}
+
+
 class SandboxProcessHandle(SandboxHandle):
     """A sandbox running as a child process: the process can be signalled, its log read."""
 
-    def __init__(self, base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-        super().__init__(base_url)
+    def __init__(
+        self,
+        base_url: str,
+        process: subprocess.Popen[bytes],
+        log_path: Path,
+        admin_token: str | None = None,
+    ) -> None:
+        super().__init__(base_url, admin_token)
         self.process = process
         self.log_path = log_path
 
@@ -154,9 +169,10 @@ def running_sandbox(
     """
     if isinstance(config, str | Path):
         config = load_config(Path(config))
-    server = BackgroundServer(config or SandboxConfig.demo(), Path(data_path), LOOPBACK, port)
+    config = config or SandboxConfig.demo()
+    server = BackgroundServer(config, Path(data_path), LOOPBACK, port)
     server.start()
-    handle = SandboxHandle(server.base_url)
+    handle = SandboxHandle(server.base_url, config.admin_token)
     try:
         yield handle
     finally:
@@ -178,15 +194,19 @@ def sandbox_process(
     port: int = 0,
     extra_args: tuple[str, ...] = (),
     start_timeout_s: float = 20.0,
+    env: dict[str, str] | None = None,
 ) -> Iterator[SandboxProcessHandle]:
-    """Run ``python -m connector.sandbox`` as a child process for the duration of the block.
+    """Run ``python -m connector.sandbox`` as a child process for the duration of the block,
+    with ``env`` added to this process's environment.
 
     Its output goes to ``<data_path>/sandbox.log`` (a pipe left unread could block the server).
     """
+    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     data_path = Path(data_path)
     data_path.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "connector.sandbox", "--host", LOOPBACK]
     command += ["--port", str(port), "--data", str(data_path), *extra_args]
+    admin_token = _admin_token_of_process(config, extra_args, child_env)
     if isinstance(config, SandboxConfig):
         config = write_config(config, data_path / "sandbox-config.yaml")
     if config is not None:
@@ -197,11 +217,11 @@ def sandbox_process(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env,
         )
     try:
-        base_url = _wait_until_listening(process, log_path, start_timeout_s)
-        process_handle = SandboxProcessHandle(base_url, process, log_path)
+        base_url = _wait_until_listening(process, log_path, start_timeout_s, admin_token)
+        process_handle = SandboxProcessHandle(base_url, process, log_path, admin_token)
         try:
             yield process_handle
         finally:
@@ -216,8 +236,25 @@ def sandbox_process(
                 process.wait()
 
 
+def _admin_token_of_process(
+    config: SandboxConfig | Path | None, extra_args: tuple[str, ...], env: dict[str, str]
+) -> str | None:
+    """The admin token the child process will require: its ``--admin-token`` argument, else
+    the environment it inherits, else its config file's member (the CLI's precedence)."""
+    for index, argument in enumerate(extra_args):
+        if argument == "--admin-token" and index + 1 < len(extra_args):
+            return extra_args[index + 1]
+        if argument.startswith("--admin-token="):
+            return argument.partition("=")[2]
+    if env.get(ADMIN_TOKEN_VARIABLE):
+        return env[ADMIN_TOKEN_VARIABLE]
+    if isinstance(config, str | Path):
+        config = load_config(Path(config))
+    return config.admin_token if config is not None else None
+
+
 def _wait_until_listening(
-    process: subprocess.Popen[bytes], log_path: Path, timeout_s: float
+    process: subprocess.Popen[bytes], log_path: Path, timeout_s: float, admin_token: str | None
 ) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -225,7 +262,10 @@ def _wait_until_listening(
         if found:
             base_url = found.group(1)
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/_sandbox/health", timeout=1.0).status_code == 200:
+                health = httpx.get(
+                    f"{base_url}/_sandbox/health", headers=admin_headers(admin_token), timeout=1.0
+                )
+                if health.status_code == 200:
                     return base_url
         if process.poll() is not None:
             raise SandboxStartError(

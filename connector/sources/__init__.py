@@ -37,6 +37,7 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             encoding=spec.encoding,
             header_row=spec.header_row,
             null_values=spec.null_values,
+            max_line_mb=spec.max_line_mb,
         )
     if isinstance(spec, XlsxInput):
         return XlsxSource(
@@ -46,6 +47,8 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             sheet=spec.sheet,
             header_row=spec.header_row,
             null_values=spec.null_values,
+            max_uncompressed_mb=spec.max_uncompressed_mb,
+            max_compression_ratio=spec.max_compression_ratio,
         )
     if isinstance(spec, SqlInput):
         return SqlSource(

@@ -61,8 +61,19 @@ def append_frames(
     columns: Sequence[str],
     frames: Iterable[tuple[str, pd.DataFrame]],
 ) -> int:
-    """Append text frames chunk by chunk, numbering rows per source label from 1."""
+    """Create ``table`` and append text frames chunk by chunk, numbering rows per source label
+    from 1."""
     create_text_table(connection, table, columns)
+    return insert_frames(connection, table, columns, frames)
+
+
+def insert_frames(
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[str],
+    frames: Iterable[tuple[str, pd.DataFrame]],
+) -> int:
+    """Append text frames to an existing ``table``, numbering rows per source label from 1."""
     counts: dict[str, int] = {}
     total = 0
     for label, frame in frames:

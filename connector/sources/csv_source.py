@@ -1,9 +1,15 @@
-"""Delimited text exports: DuckDB's reader for the encodings it knows, pandas chunks otherwise."""
+"""Delimited text exports: DuckDB's reader for the encodings it knows, pandas chunks otherwise.
+
+Clean files take DuckDB's reader alone. When DuckDB refuses a file, a scan in Python
+(connector.sources.csv_structure) finds the line and the cause; a file whose only oddity is
+mixed line endings is then read by pandas, which takes CR, LF and CRLF alike. pandas pads
+short rows without a word, so its input is scanned before it is read.
+"""
 
 from __future__ import annotations
 
 import codecs
-import csv
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +22,13 @@ from connector.sources.base import (
     ROW_COLUMN,
     SOURCE_COLUMN,
     Source,
-    append_frames,
     create_text_table,
+    insert_frames,
     quote_identifier,
 )
+from connector.sources.csv_structure import CsvStructure, scan_csv
 from connector.sources.files import resolve_files
+from connector.sources.limits import MAX_LINE, Limit
 
 CHUNK_ROWS = 100_000
 
@@ -31,6 +39,8 @@ _DUCKDB_ENCODINGS = {
     "utf_16": "utf-16",
 }
 """Python codec names DuckDB's CSV reader decodes itself (faster than pandas chunks)."""
+
+_DUCKDB_LINE_TOO_LONG = re.compile(r"Maximum line size of \d+ bytes exceeded")
 
 
 class CsvSource(Source):
@@ -46,6 +56,7 @@ class CsvSource(Source):
         encoding: str = "utf-8",
         header_row: int = 1,
         null_values: list[str] | tuple[str, ...] = ("",),
+        max_line_mb: int | None = None,
     ) -> None:
         super().__init__(name)
         self.pattern = pattern
@@ -59,6 +70,7 @@ class CsvSource(Source):
             self.codec = codecs.lookup(encoding).name.replace("-", "_")
         except LookupError:
             raise SourceError(f"unknown encoding {encoding!r}", source=name) from None
+        self.max_line: Limit = MAX_LINE.resolve(max_line_mb)
         self._files: list[Path] | None = None
 
     @property
@@ -112,114 +124,162 @@ class CsvSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
-        if self.codec in _DUCKDB_ENCODINGS:
-            return self._load_with_duckdb(connection, table, columns)
-        return append_frames(connection, table, columns, self._pandas_chunks(columns))
-
-    def _pandas_chunks(self, columns: list[str]) -> Iterator[tuple[str, pd.DataFrame]]:
-        for path in self.files:
-            try:
-                reader = pd.read_csv(path, chunksize=CHUNK_ROWS, **self._pandas_options())
-                with reader:
-                    for chunk in reader:
-                        yield path.name, chunk.astype(object).where(chunk.notna(), None)
-            except UnicodeError:
-                raise self._undecodable(path) from None
-            except pd.errors.ParserError as error:
-                raise self._malformed(path, error) from None
-
-    def _load_with_duckdb(
-        self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str]
-    ) -> int:
         create_text_table(connection, table, columns)
-        names = ", ".join(quote_identifier(column) for column in columns)
         total = 0
         for path in self.files:
-            options = {
-                "delim": self.delimiter,
-                "quote": self.quote,
-                "escape": self.escape or self.quote,
-                "header": True,
-                "skip": self.header_row - 1,
-                "all_varchar": True,
-                "nullstr": self.null_values,
-                "encoding": _DUCKDB_ENCODINGS[self.codec],
-                "names": columns,
-            }
-            arguments = ", ".join(f"{key} := ${key}" for key in options)
-            try:
-                # The staging table keeps file order in rowid, which becomes the row number.
-                connection.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _pms_sync_stage AS "
-                    f"SELECT * FROM read_csv($path, {arguments})",
-                    {"path": str(path), **options},
-                )
-                connection.execute(
-                    f"INSERT INTO {quote_identifier(table)} "
-                    f"SELECT {names}, $label AS {SOURCE_COLUMN}, rowid + 1 AS {ROW_COLUMN} "
-                    f"FROM _pms_sync_stage",
-                    {"label": path.name},
-                )
-                total += connection.execute("SELECT count(*) FROM _pms_sync_stage").fetchone()[0]
-            except duckdb.Error as error:
-                raise self._malformed(path, error) from None
-            finally:
-                connection.execute("DROP TABLE IF EXISTS _pms_sync_stage")
+            if self.codec in _DUCKDB_ENCODINGS:
+                total += self._load_with_duckdb(connection, table, columns, path)
+            else:
+                self._refuse_if_malformed(self._scan(path))
+                total += insert_frames(connection, table, columns, self._pandas_chunks(path))
         return total
+
+    def _pandas_chunks(self, path: Path) -> Iterator[tuple[str, pd.DataFrame]]:
+        try:
+            reader = pd.read_csv(path, chunksize=CHUNK_ROWS, **self._pandas_options())
+            with reader:
+                for chunk in reader:
+                    yield path.name, chunk.astype(object).where(chunk.notna(), None)
+        except UnicodeError:
+            raise self._undecodable(path) from None
+        except pd.errors.ParserError as error:
+            raise self._malformed(path, error) from None
+
+    def _load_with_duckdb(
+        self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str], path: Path
+    ) -> int:
+        names = ", ".join(quote_identifier(column) for column in columns)
+        options = {
+            "delim": self.delimiter,
+            "quote": self.quote,
+            "escape": self.escape or self.quote,
+            "header": True,
+            "skip": self.header_row - 1,
+            "all_varchar": True,
+            "nullstr": self.null_values,
+            "encoding": _DUCKDB_ENCODINGS[self.codec],
+            "names": columns,
+            "max_line_size": self.max_line.bytes,
+        }
+        arguments = ", ".join(f"{key} := ${key}" for key in options)
+        try:
+            # The staging table keeps file order in rowid, which becomes the row number.
+            connection.execute(
+                f"CREATE OR REPLACE TEMP TABLE _pms_sync_stage AS "
+                f"SELECT * FROM read_csv($path, {arguments})",
+                {"path": str(path), **options},
+            )
+            connection.execute(
+                f"INSERT INTO {quote_identifier(table)} "
+                f"SELECT {names}, $label AS {SOURCE_COLUMN}, rowid + 1 AS {ROW_COLUMN} "
+                f"FROM _pms_sync_stage",
+                {"label": path.name},
+            )
+            return connection.execute("SELECT count(*) FROM _pms_sync_stage").fetchone()[0]
+        except duckdb.Error as error:
+            refused = error
+        finally:
+            connection.execute("DROP TABLE IF EXISTS _pms_sync_stage")
+        return self._load_refused_by_duckdb(connection, table, columns, path, refused)
+
+    def _load_refused_by_duckdb(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        table: str,
+        columns: list[str],
+        path: Path,
+        error: duckdb.Error,
+    ) -> int:
+        """A file DuckDB's strict reader refused: read correctly when its only oddity is mixed
+        line endings (every row whole, whichever of CR, LF or CRLF ends it), refused otherwise."""
+        undecodable = self._first_undecodable_line(path)
+        if undecodable is not None:
+            raise undecodable
+        structure = self._scan(path)
+        self._refuse_if_malformed(structure)
+        if not structure.mixed_line_endings:
+            raise self._unexplained(path, error)
+        read = insert_frames(connection, table, columns, self._pandas_chunks(path))
+        if read != structure.rows:
+            # Two readers disagreeing on a file means neither can be trusted with it.
+            raise SourceError(
+                f"{path.name} has mixed line endings and its rows could not be counted alike "
+                f"by two readers ({structure.rows} and {read}); convert its line endings (e.g. "
+                f"dos2unix) and run again; nothing of this input was used",
+                source=self.name,
+            )
+        return read
 
     # ------------------------------------------------------------------ diagnosis
     # Only on the error path: the readers' own messages name a byte offset or a parser state;
     # the operator needs the row, and a hint of what to change.
 
     def _undecodable(self, path: Path) -> SourceError:
+        found = self._first_undecodable_line(path)
+        if found is None:
+            return SourceError(f"{path.name} is not valid {self.codec}", source=self.name)
+        return found
+
+    def _first_undecodable_line(self, path: Path) -> SourceError | None:
+        # Incremental, so that a character whose bytes a line split cuts (UTF-16) still decodes.
+        decoder = codecs.getincrementaldecoder(self.codec)()
         with path.open("rb") as handle:
             for line_number, line in enumerate(handle, start=1):
                 try:
-                    line.decode(self.codec)
+                    decoder.decode(line)
                 except UnicodeError as error:
+                    # A decode error names the byte; UTF-16 without a BOM only says so.
+                    found = (
+                        f"byte {error.object[error.start : error.start + 1]!r}"
+                        if isinstance(error, UnicodeDecodeError)
+                        else str(error)
+                    )
                     return SourceError(
                         f"{path.name} line {line_number} is not valid {self.codec} "
-                        f"(byte {line[error.start : error.start + 1]!r}); set the input's "
+                        f"({found}); set the input's "
                         f"`encoding:` (e.g. latin-1, cp1252) to the one the PMS writes",
                         source=self.name,
                         row=self._row_of(line_number),
                     )
-        return SourceError(f"{path.name} is not valid {self.codec}", source=self.name)
+        return None
 
-    def _malformed(self, path: Path, error: Exception) -> SourceError:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        found = self._first_malformed_line(path)
-        if found is None:
-            return SourceError(f"cannot read {path.name}: {first_line}", source=self.name)
-        line_number, problem = found
-        return SourceError(
-            f"{path.name} is not well-formed CSV at line {line_number}: {problem} (was the "
-            f"export cut off or edited by hand?); nothing of this input was used",
-            source=self.name,
-            row=self._row_of(line_number),
+    def _scan(self, path: Path) -> CsvStructure:
+        options = self._pandas_options()
+        return scan_csv(
+            path,
+            encoding=options["encoding"],
+            delimiter=self.delimiter,
+            quote=self.quote,
+            escape=self.escape,
+            header_row=self.header_row,
+            max_row=self.max_line,
         )
 
-    def _first_malformed_line(self, path: Path) -> tuple[int, str] | None:
-        with path.open(encoding=self.codec, errors="replace", newline="") as handle:
-            reader = csv.reader(
-                handle,
-                delimiter=self.delimiter,
-                quotechar=self.quote,
-                escapechar=self.escape,
-                strict=True,
+    def _refuse_if_malformed(self, structure: CsvStructure) -> None:
+        if structure.malformed is not None:
+            raise SourceError(
+                f"{structure.malformed.message}; nothing of this input was used",
+                source=self.name,
+                row=structure.malformed.row,
             )
-            width = None
-            try:
-                for fields in reader:
-                    if reader.line_num <= self.header_row - 1 or not fields:
-                        continue
-                    if width is None:
-                        width = len(fields)
-                    elif len(fields) != width:
-                        return reader.line_num, f"{len(fields)} fields where the header has {width}"
-            except csv.Error as error:
-                return reader.line_num, str(error)
-        return None
+
+    def _malformed(self, path: Path, error: Exception) -> SourceError:
+        self._refuse_if_malformed(self._scan(path))
+        return self._unexplained(path, error)
+
+    def _unexplained(self, path: Path, error: Exception) -> SourceError:
+        """A reader's refusal the scan cannot place. Only the first line of the reader's
+        message is kept: DuckDB quotes the offending row, which may hold a door code."""
+        text = str(error).strip()
+        if _DUCKDB_LINE_TOO_LONG.search(text):
+            # DuckDB counts a row a little differently (its line break included).
+            return SourceError(
+                f"{path.name} has a row at about the limit of {self.max_line.describe()} for "
+                f"one row; {self.max_line.advice()}; nothing of this input was used",
+                source=self.name,
+            )
+        first_line = text.splitlines()[0] if text else repr(error)
+        return SourceError(f"cannot read {path.name}: {first_line}", source=self.name)
 
     def _row_of(self, line_number: int) -> int | None:
         """The data row (1 = the first after the header) of a physical line, as quarantine

@@ -1,7 +1,10 @@
-"""Excel workbooks (.xlsx), read row by row in read-only mode so large sheets stay cheap."""
+"""Excel workbooks (.xlsx), read row by row in read-only mode so large sheets stay cheap, once
+their archive is known to expand within the limits in force (connector.sources.xlsx_archive)."""
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,8 @@ import pandas as pd
 from connector.errors import SourceError
 from connector.sources.base import ROW_COLUMN, Source, append_frames, chunked, text_frame, to_text
 from connector.sources.files import resolve_files
+from connector.sources.limits import MAX_COMPRESSION_RATIO, MAX_UNCOMPRESSED, Limit
+from connector.sources.xlsx_archive import check_xlsx_archive
 
 CHUNK_ROWS = 50_000
 
@@ -27,6 +32,8 @@ class XlsxSource(Source):
         sheet: str | None = None,
         header_row: int = 1,
         null_values: list[str] | tuple[str, ...] = ("",),
+        max_uncompressed_mb: int | None = None,
+        max_compression_ratio: int | None = None,
     ) -> None:
         super().__init__(name)
         self.pattern = pattern
@@ -34,12 +41,20 @@ class XlsxSource(Source):
         self.sheet = sheet
         self.header_row = header_row
         self.null_values = set(null_values)
+        self.max_uncompressed: Limit = MAX_UNCOMPRESSED.resolve(max_uncompressed_mb)
+        self.max_ratio: Limit = MAX_COMPRESSION_RATIO.resolve(max_compression_ratio)
 
     def describe(self) -> str:
         files = resolve_files(self.pattern, self.base_dir, self.name)
         return files[0].name if len(files) == 1 else self.pattern
 
     def _rows(self, path: Path) -> Iterator[tuple[Any, ...]]:
+        check_xlsx_archive(
+            path,
+            input_name=self.name,
+            max_uncompressed=self.max_uncompressed,
+            max_ratio=self.max_ratio,
+        )
         try:
             workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         except Exception as error:  # openpyxl raises several unrelated types for a bad file
@@ -54,7 +69,15 @@ class XlsxSource(Source):
                     f"{path.name} has no sheet {self.sheet!r} (sheets: {workbook.sheetnames})",
                     source=self.name,
                 )
-            yield from worksheet.iter_rows(min_row=self.header_row, values_only=True)
+            try:
+                yield from worksheet.iter_rows(min_row=self.header_row, values_only=True)
+            except (zipfile.BadZipFile, zlib.error, EOFError, SyntaxError) as error:
+                # A member whose data is damaged (bad CRC, cut-off stream) or not XML fails
+                # only when its rows are read. (XML parse errors derive from SyntaxError.)
+                raise SourceError(
+                    f"{path.name} is damaged: its sheet cannot be read ({error}); export it again",
+                    source=self.name,
+                ) from None
         finally:
             workbook.close()
 

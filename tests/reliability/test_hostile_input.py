@@ -21,7 +21,9 @@ from connector.contract import Entity
 from connector.errors import MappingError, SourceError
 from connector.pipeline import load_batches
 from connector.sandbox.testing import SandboxHandle
+from connector.sources.limits import MIB
 from tests.reliability.campaign import ACCOUNT, TOKEN, Source
+from tests.sources.workbooks import inflating_workbook
 
 MEGA = "A" * 1_000_000
 CONTROL = "Ann\x07\x1b[31m \u202e😀🏨 Zoë"
@@ -152,6 +154,21 @@ def _export_with(tmp_path: Path, edit) -> Path:
             r"nothing was read or sent",
         ),
         (
+            "a stray carriage return inside an unquoted value",
+            lambda p: p.write_bytes(_replace_in_row(p.read_bytes(), 2, b",", b"\r,", count=1)),
+            r"stays.csv is not well-formed CSV at line 3: a carriage return \(\\r\) inside the "
+            r"unquoted value of column 'stay_id' splits the row \(1 fields where the header has "
+            r"7\)\. Remove the stray \\r .*\(input stays, row 2\)",
+        ),
+        (
+            "a 3 MB cell, over the default row limit",
+            lambda p: p.write_bytes(
+                _replace_in_row(p.read_bytes(), 3, b",", b"," + b"x" * 3_000_000 + b",", count=1)
+            ),
+            r"stays.csv line 4 starts a .* the limit of 2 MiB \(the default\) for one row; .*"
+            r"`max_line_mb:` on the input .*\(input stays, row 3\)",
+        ),
+        (
             "latin-1 bytes in a UTF-8 export",
             lambda p: p.write_bytes(
                 p.read_bytes()
@@ -174,6 +191,71 @@ def test_an_unreadable_export_names_file_and_row_and_nothing_is_sent(
         env={"PMS_SYNC_TOKEN": TOKEN},
     )
     assert result.exit_code == 1 and "stays.csv" in result.output, name
+    assert clean_sandbox.count() == 0
+
+
+def _replace_in_row(data: bytes, row: int, old: bytes, new: bytes, count: int) -> bytes:
+    """``data`` with ``old`` replaced in its data row ``row`` (1 = the first after the header)."""
+    lines = data.split(b"\n")
+    lines[row] = lines[row].replace(old, new, count)
+    return b"\n".join(lines)
+
+
+def test_an_export_with_mixed_line_endings_is_synced_like_a_clean_one(
+    tmp_path: Path, clean_sandbox: SandboxHandle
+) -> None:
+    clean = _export_with(tmp_path / "clean", lambda p: None)
+    mixed = _export_with(tmp_path / "mixed", lambda p: None)
+    stays = mixed.parent / "stays.csv"
+    lines = stays.read_bytes().replace(b"\r\n", b"\n").split(b"\n")
+    # A BOM, CRLF on the header, a lone CR after row 2, LF elsewhere: as a hand edit leaves it.
+    stays.write_bytes(
+        b"\xef\xbb\xbf"
+        + lines[0]
+        + b"\r\n"
+        + lines[1]
+        + b"\n"
+        + lines[2]
+        + b"\r"
+        + b"\n".join(lines[3:])
+    )
+
+    result = CliRunner().invoke(
+        pms_sync,
+        ["sync", str(mixed), "--json", *_service_options(clean_sandbox, tmp_path)],
+        env={"PMS_SYNC_TOKEN": TOKEN},
+    )
+
+    assert result.exit_code == 0, result.output
+    expected, _ = load_batches(clean)
+    held = {r["id"]: r["resource"] for r in clean_sandbox.records(ACCOUNT, "reservation")}
+    assert held == {
+        row.record_id: json.loads(row.payload)
+        for row in expected[Entity.RESERVATION].records.itertuples()
+    }
+    assert len(held) == 6
+
+
+def test_a_zip_bomb_workbook_is_refused_before_parsing_and_nothing_is_sent(
+    tmp_path: Path, clean_sandbox: SandboxHandle
+) -> None:
+    mapping = _export_with(tmp_path, lambda p: None)
+    inflating_workbook(mapping.parent / "units.xlsx", 3 * MIB)
+    mapping.write_text(
+        mapping.read_text().replace(
+            "units: {type: csv, path: units.csv}", "units: {type: xlsx, path: units.xlsx}"
+        )
+    )
+
+    result = CliRunner().invoke(
+        pms_sync,
+        ["sync", str(mapping), *_service_options(clean_sandbox, tmp_path)],
+        env={"PMS_SYNC_TOKEN": TOKEN},
+    )
+
+    assert result.exit_code == 1
+    assert "units.xlsx was not opened: its member xl/worksheets/sheet1.xml expands" in result.output
+    assert "beyond the limit of 100:1 (the default)" in result.output
     assert clean_sandbox.count() == 0
 
 
