@@ -39,7 +39,13 @@ from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
 from connector.holdback import HeldRecord, UnitTrouble, held_record
 from connector.plan import Plan
-from connector.snapshot import Acknowledgement, RecordStatus, Refusal, SnapshotStore
+from connector.snapshot import (
+    Acknowledgement,
+    PossiblyStored,
+    RecordStatus,
+    Refusal,
+    SnapshotStore,
+)
 
 
 class Outcome(StrEnum):
@@ -373,7 +379,7 @@ def _record(
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
-        _check_answer(change, attempts, result)
+        _check_answer(change, attempts, result, recorder.may_hold(change))
     if attempts.delivery == Delivery.ACKNOWLEDGED:
         _settle(result, change, Outcome.ACKNOWLEDGED)
         recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
@@ -396,6 +402,17 @@ def _record(
         outcome = Outcome.PENDING
         if attempts.delivery == Delivery.UNCONFIRMED:
             result.unconfirmed += 1
+        if attempts.answer_lost_before:
+            recorder.possibly_stored(
+                PossiblyStored(
+                    account_id=change.account_id,
+                    entity=Entity(change.entity),
+                    record_id=change.record_id,
+                    content_hash=change.content_hash,
+                    request_id=attempts.request_id,
+                    seen_at=now,
+                )
+            )
     else:
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:
@@ -416,10 +433,17 @@ def _record(
     )
 
 
-def _check_answer(change: _Change, attempts: SyncAttempts, result: PushResult) -> None:
-    """List the last answer's contradictions; count the answers a lost one explains."""
+def _check_answer(
+    change: _Change, attempts: SyncAttempts, result: PushResult, held_before: bool
+) -> None:
+    """List the last answer's contradictions; count the answers a lost one explains.
+
+    ``held_before``: the service may already hold exactly this content (an earlier run's
+    answer to it was lost, or the change re-sends acknowledged content on request), so
+    "skipped" and "already known" are what it should say.
+    """
     found = answer_contradictions(change.entity, change.action, change.payload, attempts.answer)
-    left = _unexplained(found, attempts.answer_lost_before)
+    left = _unexplained(found, attempts.answer_lost_before or held_before)
     if found and not left:
         result.resent_after_lost_answer += 1
     elif left:
@@ -574,7 +598,9 @@ class _Recorder:
         self.snapshot = snapshot
         self.options = options
         self.connection = connection  # the owner recorded with every acknowledgement
-        self._answers: list[Acknowledgement | Refusal] = []
+        # Read before the writer thread starts: it is the snapshot's only user afterwards.
+        self._possibly_stored = snapshot.possibly_stored()
+        self._answers: list[Acknowledgement | Refusal | PossiblyStored] = []
         self._lock = threading.Lock()  # guards _answers and _closing
         self._wake = threading.Event()
         self._closing = False
@@ -590,7 +616,18 @@ class _Recorder:
     def refuse(self, refusal: Refusal) -> None:
         self._add(refusal)
 
-    def _add(self, answer: Acknowledgement | Refusal) -> None:
+    def possibly_stored(self, change: PossiblyStored) -> None:
+        self._add(change)
+
+    def may_hold(self, change: _Change) -> bool:
+        """Whether the service may already hold this change's exact content: an earlier
+        run's answer to it was lost, or it re-sends acknowledged content on request."""
+        if change.reason == "forced":
+            return True
+        key = (change.account_id, change.entity, change.record_id)
+        return self._possibly_stored.get(key) == change.content_hash
+
+    def _add(self, answer: Acknowledgement | Refusal | PossiblyStored) -> None:
         self._raise_if_failed()
         with self._lock:
             self._answers.append(answer)
@@ -622,7 +659,10 @@ class _Recorder:
                 closing = self._closing  # read with the swap: nothing is appended after it
             acks = [a for a in answers if isinstance(a, Acknowledgement)]
             refusals = [a for a in answers if isinstance(a, Refusal)]
+            possible = [a for a in answers if isinstance(a, PossiblyStored)]
             try:
+                # Possibly-stored first: an acknowledgement in the same batch clears it.
+                self.snapshot.record_possibly_stored(possible)
                 self.snapshot.record_acknowledgements(acks)
                 self.snapshot.record_refusals(refusals)
             except BaseException as error:

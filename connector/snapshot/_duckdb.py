@@ -28,6 +28,7 @@ from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
     DiffResult,
+    PossiblyStored,
     RecordStatus,
     Refusal,
     RunRecord,
@@ -304,13 +305,39 @@ class DuckDBSnapshot:
                 """,
                 {"contract": CONTRACT_FINGERPRINT},
             )
+            for table in ("dead_letters", "possibly_stored"):
+                cursor.execute(
+                    f"""
+                    DELETE FROM {table} AS d USING ack_frame AS a
+                    WHERE d.account_id = a.account_id AND d.entity = a.entity
+                      AND d.record_id = a.record_id
+                    """
+                )
+
+    def record_possibly_stored(self, changes: Sequence[PossiblyStored]) -> None:
+        if not changes:
+            return
+        frame = _frame_of(changes, PossiblyStored)
+        frame["entity"] = frame["entity"].astype(str)
+        with self._transaction() as cursor:
+            cursor.register("possible_frame", frame)
             cursor.execute(
                 """
-                DELETE FROM dead_letters AS d USING ack_frame AS a
-                WHERE d.account_id = a.account_id AND d.entity = a.entity
-                  AND d.record_id = a.record_id
+                INSERT OR REPLACE INTO possibly_stored
+                SELECT account_id, entity, record_id, content_hash,
+                       CAST(request_id AS VARCHAR), CAST(seen_at AS TIMESTAMP)
+                FROM possible_frame
                 """
             )
+
+    def possibly_stored(self) -> dict[tuple[str, str, str], str]:
+        rows = self._query(
+            "SELECT account_id, entity, record_id, content_hash FROM possibly_stored"
+        )
+        return {
+            (str(account), str(entity), str(record)): str(digest)
+            for account, entity, record, digest in rows.itertuples(index=False)
+        }
 
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
         if not len(records):
@@ -514,7 +541,9 @@ class DuckDBSnapshot:
             cursor.close()
 
 
-def _frame_of(rows: Sequence[Acknowledgement] | Sequence[Refusal], kind: type) -> pd.DataFrame:
+def _frame_of(
+    rows: Sequence[Acknowledgement] | Sequence[Refusal] | Sequence[PossiblyStored], kind: type
+) -> pd.DataFrame:
     """One column per field of the flat dataclass ``kind``. ``asdict`` deep-copies every
     member of every row; the commits of a push run on a thread that shares the GIL with the
     event loop, so the Python they cost is kept small."""

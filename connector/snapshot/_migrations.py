@@ -145,6 +145,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             "UPDATE acknowledged SET payload_md5 = md5(payload)",
         ),
     ),
+    Migration(
+        7,
+        "changes left pending that the service may have stored",
+        (
+            # A change whose answer was lost (a connection cut after the request went out, a
+            # 5xx, an unconfirmed 2xx) and that stayed pending: the service may hold it. The
+            # next run's "skipped" or "already known" for the same content is then explained,
+            # not a disagreement. Cleared when the record is acknowledged.
+            """
+            CREATE TABLE possibly_stored (
+                account_id   VARCHAR NOT NULL,
+                entity       VARCHAR NOT NULL,
+                record_id    VARCHAR NOT NULL,
+                content_hash VARCHAR NOT NULL,
+                request_id   VARCHAR,
+                seen_at      TIMESTAMP NOT NULL,
+                PRIMARY KEY (account_id, entity, record_id)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

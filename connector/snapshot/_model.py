@@ -109,6 +109,18 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class PossiblyStored:
+    """A change left pending although the service may have stored it (its answer was lost)."""
+
+    account_id: str
+    entity: Entity
+    record_id: str
+    content_hash: str
+    request_id: str | None
+    seen_at: datetime
+
+
+@dataclass(frozen=True)
 class RunCounts:
     account_id: str
     entity: Entity

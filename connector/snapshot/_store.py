@@ -12,6 +12,7 @@ from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
     DiffResult,
+    PossiblyStored,
     Refusal,
     RunRecord,
     UnitStaysRequest,
@@ -55,6 +56,15 @@ class SnapshotStore(Protocol):
 
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         """Commit dead letters in one transaction; a repeated refusal counts one more attempt."""
+        ...
+
+    def record_possibly_stored(self, changes: Sequence[PossiblyStored]) -> None:
+        """Remember pending changes the service may hold (replacing an older one per record);
+        an acknowledgement of the record clears it."""
+        ...
+
+    def possibly_stored(self) -> dict[tuple[str, str, str], str]:
+        """(account_id, entity, record_id) → content hash of each change that may be stored."""
         ...
 
     def record_run(self, run: RunRecord) -> None: ...

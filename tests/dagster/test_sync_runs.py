@@ -186,6 +186,69 @@ def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
     assert status == {"B1": "CONFIRMED", "B2": "CANCELLED", "B3": "CONFIRMED"}
 
 
+def test_a_partition_keeps_a_stay_that_broke_or_moved_and_cancels_only_what_left(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    april = [booking(n, date(2027, 4, 2 + n)) for n in (1, 2, 3, 4)]
+    hotel.write(UNITS, april, reservations_on_missing="cancel_future")
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert run(defs, "2027-04").success
+
+    hotel.write(
+        UNITS,
+        [
+            booking(1, date(2027, 5, 3)),  # moved to May: May's business, not a cancellation
+            booking(2, date(2027, 4, 4), adults="-1"),  # broken: kept as acknowledged
+            april[3],
+        ],  # booking 3 left the export
+        reservations_on_missing="cancel_future",
+    )
+    resources = {
+        **resources,
+        # One bad row in four is above the blocking check's 1 %; one cancellation in four is a
+        # mass change: this run approves both.
+        "sync_checks": SyncChecksResource(max_quarantine_share=0.5, allow_mass_change=True),
+    }
+    result = run(build_definitions(hotel.folder.parent, resources), "2027-04")
+
+    assert result.success
+    synced = metadata(result, "synced_reservations")
+    assert (synced["cancel"], synced["kept_quarantined"], synced["quarantined_records"]) == (
+        1,
+        1,
+        1,
+    )
+    assert (synced["disagreements"], synced["unconfirmed"]) == (0, 0)
+    assert checks(result)[("synced_reservations", "service_answers_agree")]
+    status = {
+        r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "reservation")
+    }
+    assert status == {"B1": "CONFIRMED", "B2": "CONFIRMED", "B3": "CANCELLED", "B4": "CONFIRMED"}
+
+
+def test_an_empty_units_export_fails_its_sync_step_as_unusable_and_sends_nothing(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, None)
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False).success
+    sent = sync_requests(clean_sandbox)
+    hotel.write([], None)
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False)
+
+    assert not result.success
+    assert metadata(result, "synced_accommodations")["unusable"] == (
+        "the export has no accommodation rows"
+    )
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "nothing usable in the export" in str(failure.event_specific_data.error)
+    assert sync_requests(clean_sandbox) == sent
+    assert {u["resource"]["status"] for u in clean_sandbox.records("demo", "accommodation")} == {
+        "ACTIVE"
+    }
+
+
 def test_blocking_check_stops_the_push_of_a_mapping_with_five_percent_bad_rows(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
