@@ -23,16 +23,17 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 # The fuzzing of the sandbox (tests/fuzz) with a large budget (about 10 minutes), then the
-# reliability campaigns (tests/reliability) longer: 40 SIGKILLs, 10 storm rounds, 50 examples
-# per property. Their figures land in .pms-sync/reliability/*.json (docs/reliability.md).
+# reliability campaigns (tests/reliability) longer: 40 SIGKILLs, 10 storm rounds, 30 rounds of
+# the trust campaign, 50 examples per property. Their figures land in .pms-sync/reliability/*.json (docs/reliability.md).
 SOAK_EXAMPLES ?= 1000
 SOAK_KILL_POINTS ?= 40
 SOAK_STORM_ROUNDS ?= 10
 SOAK_PROPERTY_EXAMPLES ?= 50
+SOAK_TRUST_ROUNDS ?= 30
 soak: $(STAMP)
 	PMS_SYNC_FUZZ_EXAMPLES=$(SOAK_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 	PMS_SYNC_KILL_POINTS=$(SOAK_KILL_POINTS) PMS_SYNC_STORM_ROUNDS=$(SOAK_STORM_ROUNDS) \
-	PMS_SYNC_PROPERTY_EXAMPLES=$(SOAK_PROPERTY_EXAMPLES) \
+	PMS_SYNC_PROPERTY_EXAMPLES=$(SOAK_PROPERTY_EXAMPLES) PMS_SYNC_TRUST_ROUNDS=$(SOAK_TRUST_ROUNDS) \
 		$(BIN)/pytest -q -s -p no:cacheprovider tests/reliability
 
 lint: $(STAMP)

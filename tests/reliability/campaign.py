@@ -7,6 +7,8 @@ import csv
 import json
 import os
 import random
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -193,3 +195,42 @@ def report_summary(name: str, summary: dict[str, Any]) -> None:
     print(f"\nCAMPAIGN {name} {line}")
     SUMMARY_DIR.mkdir(parents=True, exist_ok=True)
     (SUMMARY_DIR / f"{name}.json").write_text(line + "\n")
+
+
+class ForkServer:
+    """tests/reliability/fork_server.py as a child process: forks warm `pms-sync` processes."""
+
+    def __init__(self, warm_up_mapping: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.fork_server", str(warm_up_mapping)],
+            cwd=REPOSITORY,
+            env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._read() == {"ready": True}
+
+    def _read(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, f"the fork server ended with {self.process.wait()}"
+        return json.loads(line)
+
+    def start(self, args: list[str], env: dict[str, str], log: Path) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"args": args, "env": env, "log": str(log)}) + "\n")
+        self.process.stdin.flush()
+        return self._read()["pid"]
+
+    def wait(self) -> int:
+        return self._read()["returncode"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -13,15 +13,11 @@ run of 20 took 72 s on the loaded machine.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,8 +26,8 @@ from connector.pipeline import load_batches, sync_batches
 from connector.sandbox.testing import SandboxHandle
 from connector.settings import load_settings
 from tests.reliability.campaign import (
-    REPOSITORY,
     TOKEN,
+    ForkServer,
     Source,
     budget,
     differences,
@@ -41,53 +37,6 @@ from tests.reliability.campaign import (
 
 SEED = 7_2026
 KILL_POINTS = budget("PMS_SYNC_KILL_POINTS", 10)
-
-
-class ForkServer:
-    """tests/reliability/fork_server.py as a child process: forks warm `pms-sync` processes."""
-
-    def __init__(self, warm_up_mapping: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.fork_server", str(warm_up_mapping)],
-            cwd=REPOSITORY,
-            env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._read() == {"ready": True}
-
-    def _read(self) -> dict:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, f"the fork server ended with {self.process.wait()}"
-        return json.loads(line)
-
-    def start(self, args: list[str], env: dict[str, str], log: Path) -> int:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"args": args, "env": env, "log": str(log)}) + "\n")
-        self.process.stdin.flush()
-        return self._read()["pid"]
-
-    def wait(self) -> int:
-        return self._read()["returncode"]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-@pytest.fixture
-def fork_server(tmp_path: Path) -> Iterator[ForkServer]:
-    warm_up = Source.generate(random.Random(0), units=2, stays=2).write(tmp_path / "warm-up")
-    server = ForkServer(warm_up)
-    yield server
-    server.close()
 
 
 @pytest.mark.slow

@@ -1,0 +1,424 @@
+"""The standing "never wrong at the service" campaign (issue 13, docs/reliability.md).
+
+Seeded random rounds. Each round edits the PMS's export (adds, changes, removals of units and
+stays, rows turned invalid and fixed again, a key column blanked now and then), turns on a mix
+of service faults and misbehaviours (500s, dropped answers, HTML and empty 200s, error JSON,
+counts of the wrong type or of nothing, redirects, resets after the headers), and syncs until
+the plan is delivered: some runs are real `pms-sync sync` processes SIGKILLed at a random point.
+Then the faults stop, one clean run completes the round, and the campaign asserts what the
+service must hold:
+
+- every valid record of the export exactly as the export has it; every record present but
+  invalid in its last valid version (or not at all if it never was valid);
+- nothing deactivated or cancelled that is still in the export (valid, invalid or without an
+  id), and no unit deactivated while the service holds a stay in it ending today or later;
+- every record truly gone from the export retired (units inactive unless held for their stays,
+  future stays cancelled), unless a row without an id held the account's reconciliation;
+- after every run, killed or not, nothing in the snapshot recorded as acknowledged in a
+  version the service never stored.
+
+`make test` runs PMS_SYNC_TRUST_ROUNDS=5 rounds (≈ 30 s on the 2-core machine), `make soak` more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import random
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from connector.canonical import canonical_json
+from connector.client import ClientConfig, RetryPolicy
+from connector.contract import Entity
+from connector.mapping import load_mapping
+from connector.pipeline import load_batches, plan_sync, sync_batches
+from connector.push import PushOptions
+from connector.records import MappedRecords
+from connector.safety.guard import GuardRules
+from connector.sandbox.testing import SandboxHandle
+from connector.settings import SyncSettings, load_settings
+from connector.snapshot import Snapshot
+from tests.reliability.campaign import (
+    ACCOUNT,
+    TOKEN,
+    ForkServer,
+    budget,
+    report_summary,
+    sync_requests,
+)
+
+SEED = 13_2026
+ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
+MAX_FAULTY_RUNS = 4
+KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, SIGKILLed
+TODAY = date.today()
+
+MAPPING = """\
+name: trust
+account: {constant: demo}
+inputs:
+  units: {type: csv, path: units.csv}
+  stays: {type: csv, path: stays.csv}
+safety:  # the campaign judges the plan's decisions, not the guard: no threshold trips
+  max_missing_share: 1
+  max_missing_records: 1000000
+  max_row_drop: 1
+entities:
+  accommodation:
+    input: units
+    on_missing: deactivate
+    fields:
+      id: unit_id
+      name: name
+      street: {constant: Hauptstraße}
+      streetNumber: {constant: "7"}
+      country: country
+      city: {constant: Berlin}
+      wifiName: {constant: guest}
+      wifiCode: wifi_code
+      doorCode: door_code
+  reservation:
+    input: stays
+    on_missing: cancel_future
+    fields:
+      id: stay_id
+      status: {constant: CONFIRMED}
+      createdAt: {constant: "2026-01-02T10:00:00Z"}
+      primaryGuest:
+        firstName: first_name
+        email: email
+      unitReservations:
+        fields:
+          id: {template: "{stay_id}-1"}
+          unitId: unit_id
+          unitName: unit_id
+          checkin: arrival
+          checkout: departure
+          adults: adults
+"""
+UNIT_COLUMNS = ["unit_id", "name", "country", "wifi_code", "door_code"]
+STAY_COLUMNS = ["stay_id", "first_name", "email", "unit_id", "arrival", "departure", "adults"]
+
+# Faults of a round: each round draws a few of these, at these rates.
+FAULTS = {"error_rate": 0.08, "drop_rate": 0.06, "timeout_rate": 0.02}
+MISBEHAVIOURS = {
+    "html_200": 0.05,
+    "empty_200": 0.04,
+    "error_json_200": 0.04,
+    "zero_counts_200": 0.04,
+    "wrong_types_200": 0.04,
+    "redirect_302": 0.03,
+    "reset_after_headers": 0.05,
+}
+
+
+@dataclass
+class Export:
+    """The PMS's rows by id; ``broken`` rows are written invalid, ``keyless`` without an id."""
+
+    units: dict[str, dict[str, str]] = field(default_factory=dict)
+    stays: dict[str, dict[str, str]] = field(default_factory=dict)
+    broken: set[str] = field(default_factory=set)
+    keyless: set[str] = field(default_factory=set)
+    serial: int = 0
+
+    def add_unit(self, rng: random.Random) -> None:
+        self.serial += 1
+        key = f"U{self.serial}"
+        self.units[key] = {
+            "unit_id": key,
+            "name": f"Apartment {self.serial}",
+            "country": "DE",
+            "wifi_code": f"wifi-{rng.randrange(10**6):06d}",
+            "door_code": f"{rng.randrange(10**6):06d}",
+        }
+
+    def add_stay(self, rng: random.Random) -> None:
+        self.serial += 1
+        key = f"S{self.serial}"
+        arrival = TODAY + timedelta(days=rng.randrange(1, 200))
+        self.stays[key] = {
+            "stay_id": key,
+            "first_name": rng.choice(["Ada", "Grace", "Alan", "Edsger"]),
+            "email": f"guest{self.serial}@example.org",
+            "unit_id": rng.choice(sorted(self.units)),
+            "arrival": arrival.isoformat(),
+            "departure": (arrival + timedelta(days=rng.randrange(1, 10))).isoformat(),
+            "adults": str(rng.randrange(1, 5)),
+        }
+
+    def edit(self, rng: random.Random) -> Counter[str]:
+        done: Counter[str] = Counter()
+        self.keyless.clear()  # a blanked id is fixed by the next export
+        for _ in range(rng.randrange(8, 20)):
+            kind = rng.choices(
+                ["add", "change", "remove", "break", "fix", "blank_id"], [3, 6, 3, 3, 2, 1]
+            )[0]
+            table = self.units if rng.random() < 0.3 else self.stays
+            if kind == "add" or not table:
+                self.add_unit(rng) if table is self.units else self.add_stay(rng)
+                done["add"] += 1
+                continue
+            key = rng.choice(sorted(table))
+            row = table[key]
+            if kind == "change":
+                if table is self.units:
+                    row["name"] = f"Apartment {rng.randrange(10**6)}"
+                    row["door_code"] = f"{rng.randrange(10**6):06d}"
+                else:
+                    row["adults"] = str(rng.randrange(1, 6))
+                    row["first_name"] = rng.choice(["Barbara", "Donald", "Ken", "Margaret"])
+            elif kind == "remove":
+                # Units may go while stays still reference them: those units must be held.
+                del table[key]
+                self.broken.discard(key)
+            elif kind == "break":
+                self.broken.add(key)
+            elif kind == "fix":
+                if not self.broken:
+                    continue
+                self.broken.discard(rng.choice(sorted(self.broken)))
+            else:
+                self.keyless.add(key)
+            done[kind] += 1
+        return done
+
+    def write(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._write(folder / "units.csv", UNIT_COLUMNS, self.units, "country", "XXX", "unit_id")
+        self._write(folder / "stays.csv", STAY_COLUMNS, self.stays, "adults", "-1", "stay_id")
+        mapping = folder / "mapping.yaml"
+        mapping.write_text(MAPPING)
+        return mapping
+
+    def _write(
+        self,
+        path: Path,
+        columns: list[str],
+        rows: dict[str, dict[str, str]],
+        broken_column: str,
+        broken_value: str,
+        key_column: str,
+    ) -> None:
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            for key in sorted(rows):
+                row = dict(rows[key])
+                if key in self.broken:
+                    row[broken_column] = broken_value
+                if key in self.keyless:
+                    row[key_column] = ""
+                writer.writerow(row)
+
+    def present(self) -> set[tuple[str, str]]:
+        """(entity, id) of every record with a row in the export, valid or not."""
+        return {("accommodation", key) for key in self.units} | {
+            ("reservation", key) for key in self.stays
+        }
+
+
+def settings_for(base_url: str, snapshot: Path) -> SyncSettings:
+    # Production's backoff scaled down to milliseconds, as in the fault storm.
+    retry = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_retry_after=0.05)
+    base = load_settings(base_url=base_url, snapshot=snapshot, token=TOKEN, env={})
+    return SyncSettings(
+        client=ClientConfig(base_url=base_url, concurrency=4, retry=retry, read_timeout=0.5),
+        tokens=base.tokens,
+        snapshot_path=snapshot,
+        push=PushOptions(concurrency=4),
+    )
+
+
+def stored_versions(sandbox: SandboxHandle) -> dict[tuple[str, str], str]:
+    return {(r["entity"], r["id"]): canonical_json(r["resource"]) for r in sandbox.records(ACCOUNT)}
+
+
+def acknowledged_versions(snapshot: Path) -> dict[tuple[str, str], str]:
+    with Snapshot.open(snapshot, read_only=True) as store:
+        rows = store.acknowledged()
+    return {
+        (str(e), str(i)): canonical_json(json.loads(p))
+        for e, i, p in zip(rows["entity"], rows["record_id"], rows["payload"], strict=True)
+    }
+
+
+def valid_versions(batches: dict[Entity, MappedRecords]) -> dict[tuple[str, str], str]:
+    return {
+        (str(entity), row.record_id): canonical_json(json.loads(row.payload))
+        for entity, batch in batches.items()
+        for row in batch.records.itertuples(index=False)
+    }
+
+
+def upcoming_stays_by_unit(held: dict[tuple[str, str], str]) -> set[str]:
+    """Units the service holds a not-cancelled stay in that ends today or later."""
+    units: set[str] = set()
+    for (entity, _), text in held.items():
+        resource = json.loads(text)
+        if entity != "reservation" or resource["status"] == "CANCELLED":
+            continue
+        for item in resource["unitReservations"]:
+            if date.fromisoformat(item["checkout"]) >= TODAY:
+                units.add(item["unitId"])
+    return units
+
+
+@dataclass
+class Tally:
+    runs: int = 0
+    kills: int = 0
+    changed: int = 0
+    false_acknowledgements: list[str] = field(default_factory=list)
+    wrong_retirements: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    not_retired: list[str] = field(default_factory=list)
+    edits: Counter[str] = field(default_factory=Counter)
+
+
+@pytest.mark.slow
+def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_service_wrong(
+    clean_sandbox: SandboxHandle, fork_server: ForkServer, tmp_path: Path
+) -> None:
+    rng = random.Random(SEED)
+    export = Export()
+    for _ in range(10):
+        export.add_unit(rng)
+    for _ in range(50):
+        export.add_stay(rng)
+    folder, snapshot = tmp_path / "export", tmp_path / "snapshot.duckdb"
+    settings = settings_for(clean_sandbox.base_url, snapshot)
+    env = {
+        "PMS_SYNC_BASE_URL": clean_sandbox.base_url,
+        "PMS_SYNC_TOKEN": TOKEN,
+        "PMS_SYNC_SNAPSHOT": str(snapshot),
+        "PMS_SYNC_CONCURRENCY": "2",
+        "PMS_SYNC_MAX_ATTEMPTS": "2",
+    }
+    tally = Tally()
+    ever_stored: set[tuple[tuple[str, str], str]] = set()
+    last_valid: dict[tuple[str, str], str] = {}
+    requests_before = sync_requests(clean_sandbox)
+    started = time.monotonic()
+
+    def after_run() -> None:
+        """Nothing in the snapshot that the service never stored in that version."""
+        ever_stored.update(stored_versions(clean_sandbox).items())
+        for key, version in acknowledged_versions(snapshot).items():
+            if (key, version) not in ever_stored:
+                tally.false_acknowledgements.append(f"run {tally.runs}: {key}")
+
+    for round_number in range(ROUNDS):
+        if round_number:
+            tally.edits.update(export.edit(rng))
+        mapping = export.write(folder)
+        guard = GuardRules.from_mapping(load_mapping(mapping))
+        planned = plan_sync(mapping, settings)
+        tally.changed += sum(n for action, n in planned.counts.items() if action != "skip")
+        chosen = rng.sample(sorted(MISBEHAVIOURS), k=3)
+        clean_sandbox.set_faults(
+            **FAULTS,
+            misbehaviour_rates={kind: MISBEHAVIOURS[kind] for kind in chosen},
+            timeout_s=2.0,
+            latency_ms=20,  # a push lasts long enough for a kill to land inside it
+            seed=SEED + round_number,
+        )
+        for attempt in range(MAX_FAULTY_RUNS):
+            tally.runs += 1
+            if attempt == 0 or rng.random() < KILL_SHARE:
+                pid = fork_server.start(
+                    ["sync", str(mapping), "--json"], env, tmp_path / f"run-{tally.runs}.log"
+                )
+                # A forked run reads, diffs and starts pushing within about a second here.
+                time.sleep(rng.uniform(0.3, 1.5))
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                tally.kills += fork_server.wait() == -signal.SIGKILL
+                after_run()
+                continue
+            batches, policy = load_batches(mapping)
+            report = sync_batches(batches, settings, policy=policy, guard=guard)
+            after_run()
+            if report.push.complete:
+                break
+        clean_sandbox.set_faults()
+        tally.runs += 1
+        batches, policy = load_batches(mapping)
+        final = sync_batches(batches, settings, policy=policy, guard=guard)
+        after_run()
+        # A SIGKILL between a stored answer and its commit may leave a "skipped" to come:
+        # a disagreement, not a failure. Anything else must be delivered now.
+        assert final.status in ("succeeded", "disagreed"), final.to_json_dict()
+
+        held = stored_versions(clean_sandbox)
+        valid = valid_versions(batches)
+        last_valid.update(valid)
+        present = export.present()
+        for key, version in last_valid.items():
+            if key in present and held.get(key) != version:
+                tally.lost.append(
+                    f"round {round_number}: {key} {_difference(held.get(key), version)}"
+                )
+        with_stays = upcoming_stays_by_unit(held)
+        for key, version in held.items():
+            status = json.loads(version)["status"]
+            retired = status in ("INACTIVE", "CANCELLED")
+            if retired and key in present:
+                tally.wrong_retirements.append(f"round {round_number}: {key} {status}")
+            if status == "INACTIVE" and key[1] in with_stays:
+                tally.wrong_retirements.append(f"round {round_number}: {key} has stays")
+            held_for_stays = key[0] == "accommodation" and key[1] in with_stays
+            gone = key not in present and not export.keyless  # a keyless row holds them all
+            if not retired and gone and not held_for_stays:
+                tally.not_retired.append(f"round {round_number}: {key}")
+
+    stats = clean_sandbox.stats()
+    requests = sync_requests(clean_sandbox) - requests_before
+    report_summary(
+        "trust",
+        {
+            "seed": SEED,
+            "rounds": ROUNDS,
+            "runs": tally.runs,
+            "kills": tally.kills,
+            "edits": dict(tally.edits),
+            "misbehaviours_injected": sum(
+                n for kind, n in stats.get("injected", {}).items() if kind in MISBEHAVIOURS
+            ),
+            "faults_injected": sum(stats.get("injected", {}).values()),
+            "changed_records": tally.changed,
+            "requests": requests,
+            "requests_per_changed_record": round(requests / max(tally.changed, 1), 2),
+            "records_lost": len(tally.lost),
+            "wrong_deactivations_or_cancellations": len(tally.wrong_retirements),
+            "false_acknowledgements": len(tally.false_acknowledgements),
+            "not_retired": len(tally.not_retired),
+            "campaign_s": round(time.monotonic() - started, 1),
+        },
+    )
+    assert tally.false_acknowledgements == []
+    assert tally.wrong_retirements == []
+    assert tally.lost == []
+    assert tally.not_retired == []
+    assert tally.edits["break"] and tally.edits["remove"]
+    assert sum(stats.get("injected", {}).values()) > 0 and tally.kills > 0
+
+
+def _difference(held: str | None, expected: str) -> str:
+    if held is None:
+        return "not at the service"
+    have, want = json.loads(held), json.loads(expected)
+    return ", ".join(
+        f"{name}: {have.get(name)!r} instead of {want.get(name)!r}"
+        for name in sorted(set(have) | set(want))
+        if have.get(name) != want.get(name)
+    )
