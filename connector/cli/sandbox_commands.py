@@ -12,6 +12,7 @@ from connector.errors import PmsSyncError
 from connector.sandbox.config import DEFAULT_DATA_PATH, DEFAULT_PORT, SandboxConfig, load_config
 from connector.sandbox.faults import FaultSettings
 from connector.sandbox.server import serve_forever
+from connector.secrets import mask_text
 
 _FAULT_OPTIONS = {
     "error_rate": "error_rate",
@@ -85,7 +86,7 @@ def sandbox_command(
     except ValidationError as error:
         raise click.BadParameter(str(error)) from None
     except PmsSyncError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(mask_text(str(error))) from None
 
 
 def register(group: click.Group) -> None:

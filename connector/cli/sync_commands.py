@@ -352,8 +352,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 @contextmanager
 def _errors_to_exit() -> Iterator[None]:
+    from connector.secrets import mask_text
+
     try:
         yield
     except PmsSyncError as error:
-        click.secho(f"error: {error}", fg="red", err=True)
+        click.secho(f"error: {mask_text(str(error))}", fg="red", err=True)
         sys.exit(EXIT_ERROR)
