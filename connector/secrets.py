@@ -342,7 +342,6 @@ class _DecodedView:
         return self.starts[start], self.ends[end - 1]
 
 
-@functools.lru_cache(maxsize=64)
 def _searched_forms(secrets: frozenset[str]) -> tuple[tuple[str, ...], bool]:
     """What is searched for the secrets, and whether one holds a backslash.
 
@@ -373,8 +372,15 @@ def _occurrences(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
-def _mask_values(text: str, secrets: frozenset[str]) -> str:
-    forms, backslash = _searched_forms(secrets)
+_registered_forms = functools.lru_cache(maxsize=8)(_searched_forms)
+"""The registry's forms, computed once per state of the registry."""
+
+
+def _mask_values(text: str, extra: frozenset[str]) -> str:
+    forms, backslash = _registered_forms(_registry)
+    if extra - _registry:
+        more, more_backslash = _searched_forms(extra - _registry)
+        forms, backslash = (*more, *forms), backslash or more_backslash
     spans = _occurrences(text, forms)
     # The nested reading is right unless a secret holds a backslash, which it can misread.
     readings = (_NESTED_READING, *_STRICT_READINGS) if backslash else (_NESTED_READING,)
@@ -423,27 +429,29 @@ _MEMBER_HINTS = tuple(
 
 
 def _mask_member(match: re.Match[str]) -> str:
-    for prefix, value in (
-        ("json", "json_value"),
-        ("form", "form_value"),
-        ("header", "header_value"),
-    ):
-        if match[prefix] is not None:
-            found = match[value]
-            quote = re.match(r"\\*[\"']", found)
-            return match[prefix] + (quote.group(0) if quote else "") + MASK
-    return match.group(0)
+    if match["json"] is not None:
+        found = match["json_value"]
+        quote = re.match(r"\\*[\"']", found)
+        if quote:
+            return match["json"] + quote.group(0) + MASK
+        if found in ("null", "true", "false"):
+            return match.group(0)  # no value to hide
+        return match["json"] + f'"{MASK}"'  # a bare number: quoted, the JSON stays valid
+    if match["form"] is not None:
+        return match["form"] + MASK
+    return match["header"] + MASK
 
 
 def mask_text(text: str, also: Iterable[str] = ()) -> str:
     """``text`` without a registered secret, without the values in ``also``, in any encoding,
     and without the values of sensitive members written in it (JSON, form or header form)."""
-    secrets = _registry
-    if also:
-        extra = {str(value) for value in also}
-        secrets = secrets | {value for value in extra if len(value) >= MIN_SECRET_LENGTH}
-    if secrets:
-        text = _mask_values(text, secrets)
+    extra = (
+        frozenset(value for value in map(str, also) if len(value) >= MIN_SECRET_LENGTH)
+        if also
+        else frozenset()
+    )
+    if _registry or extra:
+        text = _mask_values(text, extra)
     lowered = text.lower()
     if any(name in lowered for name in _MEMBER_HINTS):
         text = _MEMBERS_IN_TEXT.sub(_mask_member, text)
