@@ -15,7 +15,9 @@ Two mechanisms, used together at every sink:
   passes along (a record's own codes), in every encoding a service may echo them in: raw,
   JSON-escaped (``\\u00fc`` in either hex case, ``\\/``, nested escaping), URL-encoded
   (``%C3%BC`` in either case, ``+`` for a space) and HTML-escaped (``&uuml;``, ``&#252;``,
-  ``&#xfc;``). One regular expression is compiled per set of secrets and reused.
+  ``&#xfc;``), or any mixture of them: the text is decoded into a view that remembers where
+  each character came from, the secrets are searched there as plain strings, and their spans
+  are masked in the original text.
 
 Python logging is masked process-wide from the moment this module is imported
 (:func:`install_log_masking`): every log record, whichever library creates it.
