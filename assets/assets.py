@@ -18,7 +18,7 @@ import dagster as dg
 
 from assets.connections import Connection
 from assets.handoff import MappedBatch, SyncOutcome
-from assets.metadata import mapped_metadata, sync_metadata
+from assets.metadata import mapped_metadata, masked_text, sync_metadata
 from assets.partitions import window_of
 from assets.resources import (
     ServiceResource,
@@ -328,17 +328,21 @@ def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: 
     if failed:
         first = failed[0]
         raise dg.Failure(
-            f"{len(failed)} changes failed with an unexpected answer, first: account "
-            f"{first.account_id!r} record {first.record_id!r}: HTTP {first.http_status} "
-            f"{first.message} (x-request-id {', '.join(r for r in first.request_ids if r)})",
+            masked_text(
+                f"{len(failed)} changes failed with an unexpected answer, first: account "
+                f"{first.account_id!r} record {first.record_id!r}: HTTP {first.http_status} "
+                f"{first.message} (x-request-id {', '.join(r for r in first.request_ids if r)})"
+            ),
             allow_retries=False,
         )
     if refused and last_sync:
         names = ", ".join(repr(account) for account in sorted(refused))
         raise dg.Failure(
-            f"the service refused the credentials (401) of account(s) {names}; their records "
-            "stay pending, the other accounts were synced. Fix the token and run again. "
-            + " | ".join(refused[account] for account in sorted(refused)),
+            masked_text(
+                f"the service refused the credentials (401) of account(s) {names}; their "
+                "records stay pending, the other accounts were synced. Fix the token and run "
+                "again. " + " | ".join(refused[account] for account in sorted(refused))
+            ),
             metadata={"refused_accounts": dg.MetadataValue.text(names)},
             allow_retries=False,
         )

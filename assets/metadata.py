@@ -2,7 +2,10 @@
 
 Numbers are emitted on every run, zeros included, so the UI's plots have no gaps. Previews are
 capped at SAMPLE_ROWS rows: large metadata makes the UI slow. Every payload shown passes through
-``connector.secrets.mask_payload``; messages from the service are masked by the client.
+``connector.secrets.mask_payload``; messages from the service are masked by the client; and every
+text value leaves through :func:`masked_metadata`, which masks each registered secret (tokens,
+passwords, secrets read from the environment) in any encoding, as does :func:`masked_text` for
+the messages of a failed step.
 """
 
 from __future__ import annotations
@@ -21,11 +24,32 @@ from connector.plan import ACTIONS
 from connector.plan_diff import render_value
 from connector.push import OUTCOMES, Outcome
 from connector.records import MappedRecords
-from connector.secrets import is_sensitive, mask_payload, mask_value
+from connector.secrets import is_sensitive, mask_payload, mask_text, mask_value, redact_url
 
 SAMPLE_ROWS = 20
 TOP_REASONS = 5
 _PAYLOAD_CHARS = 160
+
+
+def masked_text(text: object) -> str:
+    """Text for the UI, the event log or a ``dg.Failure``: every known secret masked."""
+    return mask_text(str(text))
+
+
+def masked_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The same metadata with text, markdown and URL values masked; numbers as they are."""
+    masked: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, dg.MarkdownMetadataValue):
+            value = dg.MetadataValue.md(masked_text(value.md_str or ""))
+        elif isinstance(value, dg.TextMetadataValue):
+            value = dg.MetadataValue.text(masked_text(value.text or ""))
+        elif isinstance(value, dg.UrlMetadataValue):
+            value = dg.MetadataValue.url(redact_url(value.url or ""))
+        elif isinstance(value, str):
+            value = masked_text(value)
+        masked[key] = value
+    return masked
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -98,7 +122,7 @@ def mapped_metadata(batch: MappedRecords) -> dict[str, Any]:
                 ),
             )
         )
-    return metadata
+    return masked_metadata(metadata)
 
 
 def _masked_payload(payload: str) -> str:
@@ -231,7 +255,7 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         metadata["window"] = dg.MetadataValue.text(
             f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"
         )
-    return metadata
+    return masked_metadata(metadata)
 
 
 def safety_metadata(report: SyncReport) -> dict[str, Any]:
@@ -296,4 +320,4 @@ def safety_metadata(report: SyncReport) -> dict[str, Any]:
         )
     if report.plan.unusable:
         metadata["unusable"] = dg.MetadataValue.text("; ".join(report.plan.unusable.values()))
-    return metadata
+    return masked_metadata(metadata)

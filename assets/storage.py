@@ -3,7 +3,8 @@
 Dagster's default filesystem IO manager stores one object per partition and cannot take the
 output of a run that covers a range of partitions (a single-run backfill, the nightly window).
 This one stores one pickle per asset and partition range, which is exactly what the next step
-of the same run loads.
+of the same run loads. The pickles hold door codes and guest contacts: each is owner-only
+(0600) in folders created 0700 (``connector.private_files``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+
+from connector.private_files import open_private
 
 
 class MappedRecordsIOManager(dg.ConfigurableIOManager):
@@ -32,13 +35,9 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
             return
-        path = self._path(context)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        # Write then rename: a crashed step never leaves half a file for the next one to load.
-        with temporary.open("wb") as handle:
+        # Written then renamed: a crashed step never leaves half a file for the next one to load.
+        with open_private(self._path(context), "wb") as handle:
             pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        temporary.replace(path)
 
     def load_input(self, context: dg.InputContext) -> Any:
         path = self._path(context)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -33,6 +32,7 @@ from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
 from connector.plan import CHANGE_COLUMNS, UNIT_STAYS_COLUMNS, Force, Plan
 from connector.plan_diff import field_changes
+from connector.private_files import open_private
 from connector.records import DateWindow
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate
 from connector.settings import SyncSettings
@@ -93,13 +93,11 @@ def plan_document(
 
 
 def write_plan_file(path: Path, document: dict[str, Any]) -> None:
-    # Owner-only from the first byte: the payloads hold door codes and guest contacts.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+    # Owner-only from the first byte (folders it creates 0700), written atomically: the
+    # payloads hold door codes and guest contacts.
+    with open_private(path, "w") as handle:
         json.dump(document, handle, indent=2, ensure_ascii=False, default=str)
         handle.write("\n")
-    os.chmod(path, 0o600)
 
 
 def plan_to_file(

@@ -44,6 +44,13 @@ from connector.client import (
 )
 from connector.errors import ConfigError
 from connector.push import PushOptions
+from connector.secrets import (
+    has_user_info,
+    parse_error_position,
+    redact_url,
+    register_secret,
+    register_url_password,
+)
 from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
@@ -78,9 +85,11 @@ def load_settings(
     retry = replace(
         RetryPolicy(), max_attempts=max_attempts or _int(env, "PMS_SYNC_MAX_ATTEMPTS", 5)
     )
+    service_url = (base_url or env.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    refuse_credentials_in_url(service_url)
     try:
         client = ClientConfig(
-            base_url=(base_url or env.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"),
+            base_url=service_url,
             token_placement=_placement(env.get("PMS_SYNC_TOKEN_PLACEMENT")),
             transport=Transport(transport or env.get("PMS_SYNC_TRANSPORT") or Transport.AIOHTTP),
             concurrency=concurrency,
@@ -116,18 +125,46 @@ def _windows(value: str | None) -> tuple[Window, ...] | None:
     return None if value is None else parse_windows(value)
 
 
+def refuse_credentials_in_url(url: str) -> None:
+    """Refuse a service base URL with user-info (``https://user:password@host``).
+
+    The sync webhooks authenticate with tokens in headers; HTTP Basic credentials from the URL
+    would collide with ``Authorization: Bearer`` and end up in every message that names the
+    URL. The password is registered first, so that nothing printed from here on shows it.
+    """
+    if not has_user_info(url):
+        return
+    register_url_password(url)
+    raise ConfigError(
+        f"the service base URL {redact_url(url, show_user=True)} carries credentials "
+        "(user-info before the host): the sync webhooks authenticate with a token in a header. "
+        "Remove 'user:password@' from --base-url / PMS_SYNC_BASE_URL and set the token with "
+        "PMS_SYNC_TOKEN or the tokens file (PMS_SYNC_TOKENS_FILE)"
+    )
+
+
 def load_tokens_file(path: Path) -> dict[str, str]:
-    """A YAML or JSON object ``{accountId: token}``."""
+    """A YAML or JSON object ``{accountId: token}``; every token is registered as a secret."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"cannot read the tokens file {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"the tokens file {path} is not UTF-8 text (byte {error.start})"
+        ) from None
     try:
         content = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as error:
-        # The parser's message may quote a token: name the file and the position only.
-        where = getattr(error, "problem_mark", None) or getattr(error, "lineno", "?")
-        raise ConfigError(f"the tokens file {path} is not valid YAML/JSON (near {where})") from None
+        # The parser's message quotes the offending line, token included: position only.
+        raise ConfigError(
+            f"the tokens file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}"
+            f" ({parse_error_position(error)}); its content is not shown, it holds tokens"
+        ) from None
+    if isinstance(content, dict):
+        for value in content.values():
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                register_secret(value)
     if not isinstance(content, dict) or not all(
         isinstance(value, str | int) and not isinstance(value, bool) for value in content.values()
     ):
@@ -152,7 +189,7 @@ def _insecure_tls_hosts(env: Mapping[str, str]) -> frozenset[str]:
         if not url.lower().startswith("https://"):
             raise ConfigError(
                 f"PMS_SYNC_INSECURE_TLS_FOR names base URLs such as https://pms.internal:8443, "
-                f"got {url!r}"
+                f"got {redact_url(url)!r}"
             )
     return urls
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from connector.cli import mapping_commands, sandbox_commands, sync_commands
+from connector.cli.masked_output import mask_standard_streams
 
 
 class _Commands(click.Group):
@@ -42,6 +43,8 @@ class _Commands(click.Group):
 @click.version_option(package_name="pms-sync")
 def main() -> None:
     """Sync property management system exports to the guest-experience service."""
+    # Before any command runs: whatever it prints, a secret it learns is masked.
+    mask_standard_streams()
 
 
 for _module in (sandbox_commands, mapping_commands, sync_commands):

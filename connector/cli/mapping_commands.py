@@ -9,7 +9,7 @@ import click
 
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.secrets import mask_payload
+from connector.secrets import mask_payload, mask_text
 
 _ENTITY = click.Choice([entity.value for entity in Entity])
 
@@ -34,7 +34,7 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
         click.echo(f"mapping {mapping.name}: file and schema ok")
         batches = map_records(mapping, entities=_entities(entity))
     except PmsSyncError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(mask_text(str(error))) from None
     problems = 0
     for mapped_entity, batch in batches.items():
         quarantine = batch.quarantine
@@ -65,7 +65,7 @@ def preview(mapping_file: Path, entity: str | None, count: int) -> None:
         mapping = load_mapping(mapping_file)
         batches = map_records(mapping, entities=_entities(entity))
     except PmsSyncError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(mask_text(str(error))) from None
     shown = {
         mapped_entity.value: [
             {

@@ -18,6 +18,7 @@ from connector.sandbox.config import (
 )
 from connector.sandbox.faults import FaultSettings, Misbehaviour
 from connector.sandbox.server import serve_forever
+from connector.secrets import mask_text
 
 _FAULT_OPTIONS = {
     "error_rate": "error_rate",
@@ -146,7 +147,7 @@ def sandbox_command(
     except ValidationError as error:
         raise click.BadParameter(str(error)) from None
     except PmsSyncError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(mask_text(str(error))) from None
 
 
 def register(group: click.Group) -> None:

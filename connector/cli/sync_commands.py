@@ -35,6 +35,7 @@ from connector.client import effective_windows
 from connector.errors import PmsSyncError
 from connector.plan import Force, Plan
 from connector.push import OUTCOMES
+from connector.secrets import mask_text
 from connector.settings import SyncSettings, load_settings
 
 EXIT_OK = 0
@@ -425,7 +426,8 @@ def _errors_to_exit(as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except PmsSyncError as error:
+        message = mask_text(str(error))
         if as_json:
-            click.echo(json_error(str(error), EXIT_ERROR))
-        click.secho(f"error: {error}", fg="red", err=True)
+            click.echo(json_error(message, EXIT_ERROR))
+        click.secho(f"error: {message}", fg="red", err=True)
         sys.exit(EXIT_ERROR)

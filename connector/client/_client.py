@@ -22,10 +22,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import aiohttp
 import httpx
+import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from connector.client._acknowledgement import read_answer
@@ -41,7 +42,7 @@ from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import AccountTokens
 from connector.contract import SYNC_PATHS, Entity, SyncEvent
 from connector.errors import ServiceError
-from connector.secrets import MASK, is_sensitive
+from connector.secrets import mask_text, sensitive_values
 
 _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     httpx.TransportError,  # timeouts, connection and protocol errors
@@ -429,32 +430,18 @@ def _without_userinfo(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _secret_values(value: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(value, dict):
-        for key, member in value.items():
-            if is_sensitive(str(key)) and isinstance(member, str | int | float) and member != "":
-                found.add(str(member))
-            else:
-                found |= _secret_values(member)
-    elif isinstance(value, list):
-        for item in value:
-            found |= _secret_values(item)
-    return found
-
-
 def mask_message(message: str, secrets: Iterable[str]) -> str:
-    """The message with every known secret value replaced, longest first, and truncated."""
-    for secret in sorted((s for s in secrets if len(s) >= 3), key=len, reverse=True):
-        message = message.replace(secret, MASK)
-    return message[:_MAX_MESSAGE]
+    """The message without a known secret (registered or given) in any encoding, truncated."""
+    # Masked before the cut: a cut first could leave the start of a secret behind. The scan
+    # itself is bounded, far beyond what any secret's encoding spans.
+    return mask_text(message[: _MAX_MESSAGE * 4], secrets)[:_MAX_MESSAGE]
 
 
 def _masked_message(text: str, token: str, payload: str) -> str:
-    # A service may echo what it refused; codes and contact data must not reach the
-    # dead-letter table or the logs through that echo.
+    # A service may echo what it refused, raw, JSON-escaped or URL-encoded; codes and contact
+    # data must not reach the dead-letter table or the logs through that echo.
     try:
-        secrets = _secret_values(json.loads(payload))
-    except ValueError:
+        secrets = sensitive_values(orjson.loads(payload))
+    except orjson.JSONDecodeError:
         secrets = set()
     return mask_message(text.strip(), {token, *secrets})

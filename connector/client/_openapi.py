@@ -2,7 +2,8 @@
 accounts with pagination, guest links, property status and outgoing-webhook configurations.
 
 The spec advises persisting and renewing tokens rather than requesting one per call (to stay
-under the rate limits), so a token lives in a small JSON file (mode 0600) keyed by service
+under the rate limits), so a token lives in a small JSON file (mode 0600, folders created 0700:
+:mod:`connector.private_files`) keyed by service
 and client id, and is renewed ``renew_margin`` seconds before it expires, or once after a 401.
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -34,7 +34,8 @@ from connector.contract import (
     WebhookConfig,
 )
 from connector.errors import AuthenticationError, ServiceError
-from connector.secrets import MASK
+from connector.private_files import write_private
+from connector.secrets import MASK, mask_text, register_secret
 
 TOKEN_PATH = "/openapi/v1/oauth2/token"
 ACCOUNTS_PATH = "/api/openapi/v1/accounts"
@@ -48,6 +49,9 @@ class ClientCredentials:
     client_id: str
     client_secret: str
 
+    def __post_init__(self) -> None:
+        register_secret(self.client_secret)
+
     def __repr__(self) -> str:
         return f"ClientCredentials(client_id={self.client_id!r}, client_secret={MASK!r})"
 
@@ -56,6 +60,9 @@ class ClientCredentials:
 class CachedToken:
     access_token: str
     expires_at: float  # epoch seconds
+
+    def __post_init__(self) -> None:
+        register_secret(self.access_token)  # issued or read from the cache: masked from now on
 
     def fresh(self, margin: float) -> bool:
         return self.expires_at - margin > time.time()
@@ -90,13 +97,8 @@ class TokenCache:
             return
         content = self._load()
         content[key] = {"access_token": token.access_token, "expires_at": token.expires_at}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        # Created 0600 before anything is written: the file holds credentials.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(content, handle)
-        os.replace(temporary, self.path)
+        # The file holds credentials: owner-only file (0600) in an owner-only folder (0700).
+        write_private(self.path, json.dumps(content).encode())
 
 
 class OpenApiClient:
@@ -274,7 +276,7 @@ def _error_of(method: str, path: str, response: httpx.Response) -> ServiceError:
         message = response.text
     error_type = AuthenticationError if response.status_code == 401 else ServiceError
     return error_type(
-        f"{method} {path}: {str(message)[:500]}",
+        f"{method} {path}: {mask_text(str(message)[:2000])[:500]}",
         status=response.status_code,
         request_id=response.headers.get(REQUEST_ID_HEADER),
     )

@@ -15,6 +15,7 @@ import urllib.parse
 from connector.client._client import _environment_proxy
 from connector.client._config import ClientConfig
 from connector.errors import ServiceError
+from connector.secrets import redact_url
 
 ATTEMPTS = 3
 PAUSE_S = 0.5  # between attempts: a service restarting for a second is not "down"
@@ -43,7 +44,7 @@ def ensure_reachable(config: ClientConfig) -> None:
         except OSError as error:
             problem = error.strerror or type(error).__name__
     raise ServiceUnreachableError(
-        f"cannot reach the service at {config.base_url} ({problem}, {ATTEMPTS} attempts): "
+        f"cannot reach the service at {redact_url(config.base_url)} ({problem}, {ATTEMPTS} attempts): "
         f"nothing was sent and the snapshot was not changed; check the base URL "
         f"(--base-url / PMS_SYNC_BASE_URL) and that the service is up, then run again"
     )

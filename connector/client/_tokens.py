@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from connector.secrets import MASK
+from connector.secrets import MASK, register_secret
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,11 @@ class AccountTokens:
 
     per_account: Mapping[str, str] = field(default_factory=dict)
     default: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every token the client may send is masked wherever it could be echoed or logged.
+        for token in (self.default, *self.per_account.values()):
+            register_secret(token)
 
     def for_account(self, account_id: str) -> str | None:
         return self.per_account.get(account_id, self.default)

@@ -1,5 +1,9 @@
 """Reading a mapping file: YAML with line numbers, ${ENV_VAR} references, schema validation.
 
+A value read from an environment variable whose name says secret (``${PMS_SYNC_TOKEN}``,
+``${DB_PASSWORD}``; the password of a ``${PMS_DB_URL}``) is registered with
+:func:`connector.secrets.register_secret`, so it is masked wherever it could be shown.
+
 Every error names the file, the line and the member (``entities.reservation.fields.id``), so a
 data engineer can jump straight to the mistake.
 """
@@ -16,6 +20,7 @@ from pydantic import ValidationError
 
 from connector.errors import MappingError
 from connector.mapping.model import Mapping
+from connector.secrets import register_environment_value
 
 MAX_NODES = 50_000
 """Upper bound on YAML nodes after alias expansion: a "billion laughs" file stops here."""
@@ -96,6 +101,10 @@ class _Builder:
                     line=line,
                     member=".".join(str(part) for part in path),
                 )
+            # A token, password or code read from the environment is masked in every sink from
+            # now on (connector.secrets.is_secret_variable); ids such as ${HOTEL_BER_ACCOUNT}
+            # and fallbacks written in the file are not secrets.
+            register_environment_value(name, value)
             return value
 
         return _ENV_REFERENCE.sub(replace, text)

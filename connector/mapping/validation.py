@@ -34,7 +34,7 @@ from connector.records import (
     empty_quarantine,
     empty_records,
 )
-from connector.secrets import is_sensitive, mask_value
+from connector.secrets import is_sensitive, mask_text, mask_value
 
 DUPLICATE_REASON = "duplicate key with conflicting content"
 MISSING_REASON = "missing required value"
@@ -101,6 +101,10 @@ class _Quarantine:
         shown = "" if value is None or isinstance(value, dict | list) else str(value)
         if shown and is_sensitive(path.rsplit(".", 1)[-1]):
             shown = mask_value(shown)
+        # A token interpolated into a mapped field (${PMS_SYNC_TOKEN}) would otherwise be kept
+        # and printed here. Ids stay as they are: the plan matches quarantined ids to the
+        # snapshot, and the sinks that print them mask them on their own.
+        shown, reason = mask_text(shown), mask_text(reason)
         self.rows.append(
             (
                 self.entity.value,

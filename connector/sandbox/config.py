@@ -25,6 +25,7 @@ from pydantic import (
 from connector.errors import ConfigError
 from connector.sandbox.faults import FaultSettings
 from connector.sandbox.rate_limits import RateLimit
+from connector.secrets import parse_error_position
 
 DEFAULT_PORT = 8765
 DEFAULT_DATA_PATH = Path(".pms-sync/sandbox")
@@ -172,8 +173,14 @@ def load_config(path: Path) -> SandboxConfig:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"cannot read sandbox config {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start})") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+        # The parser's message quotes the offending line, which may hold a token or a secret.
+        raise ConfigError(
+            f"{path}: not valid YAML ({parse_error_position(error)}); its content is not shown, "
+            "it holds secrets"
+        ) from None
     try:
         return SandboxConfig.model_validate(raw or {})
     except ValidationError as error:

@@ -1,5 +1,6 @@
 """The sandbox's persistence: one SQLite file (WAL) holding stored records, issued access tokens
-and outgoing-webhook configurations, so that all of them survive a restart.
+and outgoing-webhook configurations, so that all of them survive a restart. The file holds door
+codes and tokens: it is owner-only (0600), in a folder created 0700.
 
 One connection serves every request, guarded by a lock: the requests of one server are handled
 on one event loop and each does at most one short transaction, so a pool would only add cost.
@@ -19,6 +20,7 @@ from typing import Any
 
 from connector.canonical import canonical_json
 from connector.errors import PmsSyncError
+from connector.private_files import PRIVATE_FILE_MODE, ensure_private_file
 
 DATABASE_FILE = "sandbox.sqlite3"
 
@@ -126,7 +128,12 @@ class SandboxStore:
     def __init__(self, data_path: Path) -> None:
         self.path = data_path / DATABASE_FILE
         try:
-            data_path.mkdir(parents=True, exist_ok=True)
+            # Door codes and tokens: the file (and the journals SQLite gives its mode) 0600.
+            ensure_private_file(self.path)
+            for journal in ("-wal", "-shm", "-journal"):
+                leftover = self.path.with_name(self.path.name + journal)
+                if leftover.exists():
+                    leftover.chmod(PRIVATE_FILE_MODE)
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode survives a crash of the process (only an OS crash can lose the

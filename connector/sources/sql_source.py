@@ -1,7 +1,7 @@
 """Tables and queries of any database SQLAlchemy reaches, streamed in chunks.
 
 The URL comes from the mapping (normally ``${PMS_DB_URL}``); it never appears in an error with
-its password. An optional cursor column makes a read incremental: the caller passes the last
+its password, and the password is registered as a secret (masked in every sink). An optional cursor column makes a read incremental: the caller passes the last
 value it saw as ``since`` and only newer rows are read.
 """
 
@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from connector.errors import SourceError
+from connector.secrets import register_secret
 from connector.sources.base import Source, append_frames, text_frame
 
 
@@ -46,6 +47,7 @@ class SqlSource(Source):
         if (table is None) == (query is None):
             raise SourceError("an sql input needs exactly one of table or query", source=name)
         self.url = _anchor_sqlite_path(url, base_dir) if base_dir else url
+        _register_password(url)
         self.table = table
         self.query = query
         self.params = dict(params or {})
@@ -135,6 +137,16 @@ class SqlSource(Source):
             return connection.execute(
                 sa.text(f"SELECT max({column}) FROM ({sql}) AS q"), params
             ).scalar()
+
+
+def _register_password(url: str) -> None:
+    """The URL's password is masked in every sink, wherever a driver might echo it."""
+    try:
+        password = make_url(url).password
+    except ArgumentError:
+        return
+    if password:
+        register_secret(str(password))
 
 
 def _anchor_sqlite_path(url: str, base_dir: Path) -> str:
