@@ -127,7 +127,6 @@ class SnapshotResource(dg.ConfigurableResource):
 
     @contextmanager
     def open(self) -> Iterator[SnapshotStore]:
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         with Snapshot.open(self.path, lock_timeout=self.lock_timeout) as store:
             yield store
 

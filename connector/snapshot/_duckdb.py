@@ -10,6 +10,7 @@ process to finish instead of failing at once. Dagster serialises runs on one fil
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
 from connector.errors import SnapshotError, SnapshotLockedError
+from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
 from connector.snapshot._migrations import LATEST_VERSION, migrate
 from connector.snapshot._model import (
@@ -195,12 +197,13 @@ class DuckDBSnapshot:
             connection = _connect_read_only(file, lock_timeout)
         else:
             try:
-                file.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(file.parent)
             except OSError as error:
                 raise SnapshotError(
                     f"cannot create the snapshot folder {file.parent}: {error}"
                 ) from error
             connection = _connect(file, lock_timeout)
+            _keep_private(file)
             _migrate(connection, file)
         try:
             yield cls(connection, str(file), read_only=read_only)
@@ -531,6 +534,9 @@ class DuckDBSnapshot:
         try:
             yield cursor
             cursor.execute("COMMIT")
+            # DuckDB (re)creates its write-ahead log with the umask's mode at the first write
+            # after a checkpoint; it holds the same door codes as the file.
+            _keep_private(Path(self.location))
         except duckdb.Error as error:
             _rollback(cursor)
             raise SnapshotError(f"cannot write the snapshot {self.location}: {error}") from error
@@ -630,13 +636,28 @@ def _rollback(cursor: duckdb.DuckDBPyConnection) -> None:
         cursor.execute("ROLLBACK")
 
 
+def _keep_private(file: Path) -> None:
+    """The snapshot file and its write-ahead log readable by their owner only (0600)."""
+    for path in (file, file.with_name(file.name + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mode & 0o077:
+                os.chmod(path, PRIVATE_FILE_MODE)
+
+
 def _connect(
     file: Path, lock_timeout: float, *, read_only: bool = False
 ) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + lock_timeout
     while True:
         try:
-            return duckdb.connect(str(file), read_only=read_only)
+            if read_only or file.exists():
+                return duckdb.connect(str(file), read_only=read_only)
+            # A new file is created 0600 from its first byte: DuckDB takes the umask's mode.
+            previous = os.umask(0o077)
+            try:
+                return duckdb.connect(str(file))
+            finally:
+                os.umask(previous)
         except duckdb.IOException as error:
             if not any(marker in str(error) for marker in _LOCK_MARKERS):
                 raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error

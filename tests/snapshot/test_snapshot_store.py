@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -32,6 +33,60 @@ def test_opening_creates_the_file_and_its_folders(tmp_path: Path) -> None:
         assert snapshot.acknowledged().empty
 
     assert path.is_file()
+
+
+def test_a_fresh_snapshot_and_its_write_ahead_log_are_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "snapshot.duckdb"
+    previous = os.umask(0o022)  # the usual default: 0644 files, 0755 folders
+    try:
+        with Snapshot.open(path) as snapshot:
+            snapshot.record_refusals([_refusal("R1")])
+            wal = path.with_name(path.name + ".wal")
+            modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (path, wal) if p.exists()}
+    finally:
+        os.umask(previous)
+
+    assert modes == {name: "0o600" for name in modes} and path.name in modes
+    assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_read_only_open_plans_against_an_empty_snapshot_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state" / "snapshot.duckdb"
+
+    with Snapshot.open(path, read_only=True) as snapshot:
+        empty = snapshot.acknowledged().empty
+
+    assert empty and not path.parent.exists()
+
+
+def test_a_read_only_open_of_an_older_schema_migrates_in_memory_and_leaves_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as connection:
+        migrate(connection, MIGRATIONS[:1])
+    before = path.read_bytes()
+
+    with Snapshot.open(path, read_only=True) as snapshot:
+        latest = snapshot.fingerprint(["demo"])
+
+    assert latest and path.read_bytes() == before
+
+
+def _refusal(record_id: str) -> Refusal:
+    return Refusal(
+        account_id="demo",
+        entity=Entity.ACCOMMODATION,
+        record_id=record_id,
+        content_hash="h",
+        http_status=400,
+        message="refused",
+        seen_at=datetime(2026, 1, 1),
+        request_id=None,
+    )
 
 
 def test_a_version_1_file_opens_after_the_upgrade_to_version_2_with_its_data(
