@@ -14,9 +14,12 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from connector.client import ClientConfig, RetryPolicy
 from connector.contract import Entity
+from connector.push import PushOptions
 from connector.records import MappedRecords
 from connector.sandbox.testing import SandboxHandle
+from connector.settings import SyncSettings, load_settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SUMMARY_DIR = REPOSITORY / ".pms-sync" / "reliability"
@@ -177,6 +180,23 @@ def differences(sandbox: SandboxHandle, batches: dict[Entity, MappedRecords]) ->
     )
     duplicated = len(held) - len(by_key)
     return {"lost": lost, "not_retired": not_retired, "duplicated": duplicated}
+
+
+def fast_retry_settings(
+    base_url: str, snapshot: Path, *, max_attempts: int, timeout: float
+) -> SyncSettings:
+    """Settings of a campaign's in-process runs: production's backoff scaled down to
+    milliseconds, a short read timeout (hung requests give up fast), four requests in flight."""
+    retry = RetryPolicy(
+        max_attempts=max_attempts, base_delay=0.01, max_delay=0.05, max_retry_after=0.05
+    )
+    base = load_settings(base_url=base_url, snapshot=snapshot, token=TOKEN, env={})
+    return SyncSettings(
+        client=ClientConfig(base_url=base_url, concurrency=4, retry=retry, read_timeout=timeout),
+        tokens=base.tokens,
+        snapshot_path=snapshot,
+        push=PushOptions(concurrency=4),
+    )
 
 
 def sync_requests(sandbox: SandboxHandle) -> int:

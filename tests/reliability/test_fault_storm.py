@@ -17,9 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from connector.cli import main as pms_sync
-from connector.client import ClientConfig, RetryPolicy
 from connector.pipeline import SyncReport, load_batches, sync_batches
-from connector.push import PushOptions
 from connector.sandbox.testing import SandboxHandle
 from connector.settings import SyncSettings, load_settings
 from tests.reliability.campaign import (
@@ -27,6 +25,7 @@ from tests.reliability.campaign import (
     Source,
     budget,
     differences,
+    fast_retry_settings,
     report_summary,
     sync_requests,
 )
@@ -46,18 +45,6 @@ STORM = {
 }
 
 
-def storm_settings(base_url: str, snapshot: Path) -> SyncSettings:
-    # Production waits seconds between attempts; the same policy scaled down to milliseconds.
-    retry = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05, max_retry_after=0.05)
-    base = load_settings(base_url=base_url, snapshot=snapshot, token=TOKEN, env={})
-    return SyncSettings(
-        client=ClientConfig(base_url=base_url, concurrency=4, retry=retry, read_timeout=0.3),
-        tokens=base.tokens,
-        snapshot_path=snapshot,
-        push=PushOptions(concurrency=4),
-    )
-
-
 @pytest.mark.slow
 def test_a_fault_storm_converges_to_the_source_and_costs_a_bounded_number_of_requests(
     clean_sandbox: SandboxHandle, tmp_path: Path
@@ -65,7 +52,9 @@ def test_a_fault_storm_converges_to_the_source_and_costs_a_bounded_number_of_req
     rng = random.Random(SEED)
     source = Source.generate(rng, units=10, stays=40)
     folder = tmp_path / "export"
-    settings = storm_settings(clean_sandbox.base_url, tmp_path / "snapshot.duckdb")
+    settings = fast_retry_settings(
+        clean_sandbox.base_url, tmp_path / "snapshot.duckdb", max_attempts=4, timeout=0.3
+    )
     clean_sandbox.set_faults(**STORM)
     started = time.monotonic()
     runs = changed = requests = acknowledged = resent = explained = 0

@@ -37,24 +37,23 @@ from pathlib import Path
 import pytest
 
 from connector.canonical import canonical_json
-from connector.client import ClientConfig, RetryPolicy
 from connector.contract import Entity
 from connector.mapping import load_mapping
 from connector.pipeline import load_batches, plan_sync, sync_batches
-from connector.push import PushOptions
 from connector.records import MappedRecords
 from connector.safety.guard import GuardRules
 from connector.sandbox.testing import SandboxHandle
-from connector.settings import SyncSettings, load_settings
 from connector.snapshot import Snapshot
 from tests.reliability.campaign import (
     ACCOUNT,
     TOKEN,
     ForkServer,
     budget,
+    fast_retry_settings,
     report_summary,
     sync_requests,
 )
+from tests.reliability.campaign import MAPPING as CAMPAIGN_MAPPING
 
 SEED = 13_2026
 ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
@@ -62,49 +61,18 @@ MAX_FAULTY_RUNS = 4
 KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, SIGKILLed
 TODAY = date.today()
 
-MAPPING = """\
-name: trust
-account: {constant: demo}
-inputs:
-  units: {type: csv, path: units.csv}
-  stays: {type: csv, path: stays.csv}
-safety:  # the campaign judges the plan's decisions, not the guard: no threshold trips
-  max_missing_share: 1
-  max_missing_records: 1000000
-  max_row_drop: 1
-entities:
-  accommodation:
-    input: units
-    on_missing: deactivate
-    fields:
-      id: unit_id
-      name: name
-      street: {constant: Hauptstraße}
-      streetNumber: {constant: "7"}
-      country: country
-      city: {constant: Berlin}
-      wifiName: {constant: guest}
-      wifiCode: wifi_code
-      doorCode: door_code
-  reservation:
-    input: stays
-    on_missing: cancel_future
-    fields:
-      id: stay_id
-      status: {constant: CONFIRMED}
-      createdAt: {constant: "2026-01-02T10:00:00Z"}
-      primaryGuest:
-        firstName: first_name
-        email: email
-      unitReservations:
-        fields:
-          id: {template: "{stay_id}-1"}
-          unitId: unit_id
-          unitName: unit_id
-          checkin: arrival
-          checkout: departure
-          adults: adults
-"""
+# The campaigns' connection, with the country read from the export (so a unit can turn
+# invalid) and the guard's thresholds out of the way: the campaign judges the plan's decisions.
+MAPPING = (
+    CAMPAIGN_MAPPING.replace("name: campaign", "name: trust")
+    .replace("country: {constant: DE}", "country: country")
+    .replace(
+        "entities:\n",
+        "safety:\n  max_missing_share: 1\n  max_missing_records: 1000000\n  max_row_drop: 1\n"
+        "entities:\n",
+        1,
+    )
+)
 UNIT_COLUMNS = ["unit_id", "name", "country", "wifi_code", "door_code"]
 STAY_COLUMNS = ["stay_id", "first_name", "email", "unit_id", "arrival", "departure", "adults"]
 
@@ -227,18 +195,6 @@ class Export:
         }
 
 
-def settings_for(base_url: str, snapshot: Path) -> SyncSettings:
-    # Production's backoff scaled down to milliseconds, as in the fault storm.
-    retry = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_retry_after=0.05)
-    base = load_settings(base_url=base_url, snapshot=snapshot, token=TOKEN, env={})
-    return SyncSettings(
-        client=ClientConfig(base_url=base_url, concurrency=4, retry=retry, read_timeout=0.5),
-        tokens=base.tokens,
-        snapshot_path=snapshot,
-        push=PushOptions(concurrency=4),
-    )
-
-
 def stored_versions(sandbox: SandboxHandle) -> dict[tuple[str, str], str]:
     return {(r["entity"], r["id"]): canonical_json(r["resource"]) for r in sandbox.records(ACCOUNT)}
 
@@ -296,7 +252,7 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
     for _ in range(50):
         export.add_stay(rng)
     folder, snapshot = tmp_path / "export", tmp_path / "snapshot.duckdb"
-    settings = settings_for(clean_sandbox.base_url, snapshot)
+    settings = fast_retry_settings(clean_sandbox.base_url, snapshot, max_attempts=3, timeout=0.5)
     env = {
         "PMS_SYNC_BASE_URL": clean_sandbox.base_url,
         "PMS_SYNC_TOKEN": TOKEN,
