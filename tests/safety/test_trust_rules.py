@@ -294,3 +294,23 @@ def test_a_month_partition_cancels_only_what_left_the_export_not_what_moved_or_b
         r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "reservation")
     }
     assert status == {"B1": "CONFIRMED", "B2": "CONFIRMED", "B3": "CANCELLED", "B4": "CONFIRMED"}
+
+
+def test_answers_that_contradict_the_request_make_the_run_disagreed_with_exit_3(
+    clean_sandbox: SandboxHandle, export: Export, tmp_path: Path
+) -> None:
+    export.write([unit(1), unit(2)], None)
+    assert sync(clean_sandbox, tmp_path / "first", export)["exit"] == 0
+
+    # A second snapshot that never saw the first sync: its creates meet records the service
+    # already holds, and the service answers "skipped".
+    again = sync(clean_sandbox, tmp_path / "lost", export)
+
+    assert (again["exit"], again["status"], again["outcomes"]["acknowledged"]) == (
+        3,
+        "disagreed",
+        2,
+    )
+    assert again["disagreements_total"] == 2
+    assert {d["record_id"] for d in again["disagreements"]} == {"U1", "U2"}
+    assert all(d["request_id"] for d in again["disagreements"])
