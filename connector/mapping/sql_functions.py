@@ -31,12 +31,27 @@ CREATE OR REPLACE MACRO pms_integer(x, decimal_comma) AS
     CASE WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
               AND abs(pms_number(x, decimal_comma)) < 9e15
          THEN CAST(pms_number(x, decimal_comma) AS BIGINT) END;
+-- Whole numbers beyond what a double holds exactly (ids of 16 digits and more, or written as
+-- floats, 9.290212028640288e+17) keep the digits the text has, through a 38-digit decimal.
 CREATE OR REPLACE MACRO pms_format_number(x, decimal_comma) AS
     CASE WHEN pms_number(x, decimal_comma) IS NULL THEN x
          WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
               AND abs(pms_number(x, decimal_comma)) < 9e15
          THEN CAST(CAST(pms_number(x, decimal_comma) AS BIGINT) AS VARCHAR)
+         WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
+              AND abs(pms_number(x, decimal_comma)) < 1e37
+         THEN coalesce(
+             CAST(TRY_CAST(pms_number_text(x, decimal_comma) AS DECIMAL(38, 0)) AS VARCHAR),
+             CAST(pms_number(x, decimal_comma) AS VARCHAR))
          ELSE CAST(pms_number(x, decimal_comma) AS VARCHAR) END;
+-- A computed number as text: whole numbers without ".0"; no text for infinities or NaN.
+CREATE OR REPLACE MACRO pms_number_string(x) AS
+    CASE WHEN NOT isfinite(x) THEN NULL
+         WHEN x = trunc(x) AND abs(x) < 9e15 THEN CAST(CAST(x AS BIGINT) AS VARCHAR)
+         ELSE CAST(x AS VARCHAR) END;
+-- Text made fit for an id: lower case, accents dropped, every run of other characters one "-".
+CREATE OR REPLACE MACRO pms_slug(x) AS
+    nullif(trim(regexp_replace(lower(strip_accents(x)), '[^a-z0-9]+', '-', 'g'), '-'), '');
 CREATE OR REPLACE MACRO pms_boolean(x) AS
     CASE WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in TRUE_WORDS)}) THEN true
          WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in FALSE_WORDS)}) THEN false
