@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -299,18 +300,73 @@ class ScopeCompiler:
         if expression.default is not None:
             sql = f"coalesce({sql}, CAST({lit(expression.default)} AS VARCHAR))"
         if expression.round is not None:
-            number = self._number(sql, _reads_decimal_comma(expression, before_round=True), "round")
-            sql = f"pms_number_string(round({number}, {expression.round}))"
+            digits = expression.round
+            comma = _reads_decimal_comma(expression, before_round=True)
+            sql = self._numbers(
+                [(sql, comma)],
+                lambda numbers: f"pms_number_string(round({numbers[0]}, {digits}))",
+                "round",
+            )
         return sql
 
-    def _number(self, text: str, decimal_comma: bool, what: str) -> str:
-        """SQL of ``text`` read as a number; a present text that is none is a problem."""
-        number = f"pms_number({text}, {'true' if decimal_comma else 'false'})"
-        self.problems.append(
-            f"CASE WHEN {text} IS NOT NULL AND {number} IS NULL THEN struct_pack("
-            f"reason := {lit(f'expected a number to {what}')}, value := {text}) END"
+    def _checked(
+        self,
+        inputs: dict[str, str],
+        derive: Callable[[str], dict[str, str]],
+        value: Callable[[str, str], str],
+        bad: Callable[[str, str], str],
+        reason: str,
+    ) -> str:
+        """SQL of a value computed from ``inputs``; ``bad`` gives the offending text (or NULL),
+        registered as this field's problem.
+
+        Lambdas over one-item lists bind the inputs, then what ``derive`` computes from them,
+        once per row (DuckDB computes a list once): nested arithmetic or a date's parts would
+        otherwise repeat their SQL at every use, and planning time grows with it.
+        """
+        inner, derived = f"b{self.compiler.next_index()}", f"d{self.compiler.next_index()}"
+        packed = ", ".join(f"{key} := {sql}" for key, sql in inputs.items())
+        computed = ", ".join(f"{key} := {sql}" for key, sql in derive(inner).items())
+        bound = (
+            f"list_transform([struct_pack({packed})], lambda {inner}: "
+            f"list_transform([struct_pack({computed})], lambda {derived}: struct_pack("
+            f"v := {value(inner, derived)}, bad := {bad(inner, derived)}))[1])[1]"
         )
-        return number
+        problem = f"q{self.compiler.next_index()}"
+        self.problems.append(
+            f"list_transform([{bound}], lambda {problem}: CASE WHEN {problem}.bad IS NOT NULL "
+            f"THEN struct_pack(reason := {lit(reason)}, value := {problem}.bad) END)[1]"
+        )
+        return f"struct_extract({bound}, 'v')"
+
+    def _numbers(
+        self, texts: list[tuple[str, bool]], combine: Callable[[list[str]], str], verb: str
+    ) -> str:
+        """Text of a number computed from texts read as numbers (with or without decimal
+        comma); a present text that is no number is the field's problem."""
+        count = range(len(texts))
+
+        def derive(inner: str) -> dict[str, str]:
+            return {
+                f"n{index}": f"pms_number({inner}.a{index}, {'true' if texts[index][1] else 'false'})"
+                for index in count
+            }
+
+        def bad(inner: str, derived: str) -> str:
+            cases = " ".join(
+                f"WHEN {inner}.a{index} IS NOT NULL AND {derived}.n{index} IS NULL "
+                f"THEN {inner}.a{index}"
+                for index in count
+            )
+            return f"CASE {cases} END"
+
+        return self._checked(
+            {f"a{index}": text for index, (text, _comma) in enumerate(texts)},
+            derive,
+            lambda _inner, derived: combine([f"{derived}.n{index}" for index in count]),
+            bad,
+            f"expected a number to {verb}",
+        )
 
     def _arithmetic(self, expression: Expression, member: MemberPath) -> str:
         """Text of a sum, difference or product of numeric operands (missing if one is).
@@ -321,38 +377,51 @@ class ScopeCompiler:
         source = expression.source
         operator = {"sum": " + ", "difference": " - ", "product": " * "}[source]
         verb = {"sum": "add", "difference": "subtract", "product": "multiply"}[source]
-        numbers = []
+        texts = []
         for index, item in enumerate(getattr(expression, source) or []):
             operand = as_expression(item)
-            text = self.converted_text(operand, (*member, index))
-            numbers.append(self._number(text, _reads_decimal_comma(operand), verb))
-        return f"pms_number_string(round({operator.join(numbers)}, 10))"
+            texts.append(
+                (self.converted_text(operand, (*member, index)), _reads_decimal_comma(operand))
+            )
+        return self._numbers(
+            texts, lambda numbers: f"pms_number_string(round({operator.join(numbers)}, 10))", verb
+        )
 
     def _date_parts(self, expression: Expression, member: MemberPath) -> str:
         """ISO text of a date from its parts; parts that make no date are a problem."""
         parts = expression.date_parts
         assert parts is not None
-        year = self.converted_text(as_expression(parts.year), (*member, "year"))
-        month = self.converted_text(as_expression(parts.month), (*member, "month"))
-        day = self.converted_text(as_expression(parts.day), (*member, "day"))
+        inputs = {
+            name: self.converted_text(as_expression(getattr(parts, name)), (*member, name))
+            for name in ("year", "month", "day")
+        }
+
         # Checked before make_date, which raises on a day that does not exist (June 31) and
-        # would stop the whole entity; the lambda binds each part once per row.
-        made = (
-            f"list_transform([struct_pack(y := pms_integer({year}, false), "
-            f"m := pms_month({month}), d := pms_integer({day}, false))], lambda p: CASE "
-            "WHEN p.y BETWEEN 1 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
-            "AND p.d <= day(last_day(make_date(p.y, p.m, 1))) "
-            "THEN CAST(make_date(p.y, p.m, p.d) AS VARCHAR) END)[1]"
+        # would stop the whole entity instead of quarantining one record.
+        def derive(inner: str) -> dict[str, str]:
+            made = (
+                f"list_transform([struct_pack(y := pms_integer({inner}.year, false), "
+                f"m := pms_month({inner}.month), d := pms_integer({inner}.day, false))], "
+                "lambda p: CASE WHEN p.y BETWEEN 1 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
+                "AND p.d <= day(last_day(make_date(p.y, p.m, 1))) "
+                "THEN CAST(make_date(p.y, p.m, p.d) AS VARCHAR) END)[1]"
+            )
+            return {"made": made}
+
+        def bad(inner: str, derived: str) -> str:
+            shown = ", ".join(f"coalesce({inner}.{part}, '?')" for part in inputs)
+            present = " OR ".join(f"{inner}.{part} IS NOT NULL" for part in inputs)
+            return (
+                f"CASE WHEN ({present}) AND {derived}.made IS NULL THEN concat_ws(' ', {shown}) END"
+            )
+
+        return self._checked(
+            inputs,
+            derive,
+            lambda _inner, derived: f"{derived}.made",
+            bad,
+            "no such date (year month day)",
         )
-        shown = (
-            f"concat_ws(' ', coalesce({year}, '?'), coalesce({month}, '?'), coalesce({day}, '?'))"
-        )
-        any_part = f"({year} IS NOT NULL OR {month} IS NOT NULL OR {day} IS NOT NULL)"
-        self.problems.append(
-            f"CASE WHEN {any_part} AND {made} IS NULL THEN struct_pack("
-            f"reason := 'no such date (year month day)', value := {shown}) END"
-        )
-        return f"CASE WHEN {any_part} THEN {made} END"
 
     def _template(self, template: str, member: MemberPath) -> str:
         pieces: list[str] = []  # the text's parts, an @occurrence as None

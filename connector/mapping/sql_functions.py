@@ -19,6 +19,14 @@ from connector.mapping.reference_data import (
 TRUE_WORDS = ("t", "true", "y", "yes", "1", "ja", "j", "oui", "si", "sí", "x", "on")
 FALSE_WORDS = ("f", "false", "n", "no", "0", "nein", "non", "off")
 
+_MONTH_MAP = (
+    "MAP {"
+    + ", ".join(
+        "'" + name.replace("'", "''") + f"': {number}" for name, number in MONTH_NAMES.items()
+    )
+    + "}"
+)
+
 _MACROS = f"""
 CREATE OR REPLACE MACRO pms_key(x) AS strip_accents(lower(trim(x)));
 CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
@@ -84,10 +92,12 @@ CREATE OR REPLACE MACRO pms_time(x) AS pms_hhmm(pms_minutes(x));
 CREATE OR REPLACE MACRO pms_half_hour(x) AS list_transform([pms_minutes(x)], lambda m:
     CASE WHEN m IS NOT NULL THEN pms_hhmm(least(CAST(round(m / 30.0) AS INTEGER) * 30, 23 * 60 + 30))
     END)[1];
+-- Month names inline, as a constant map: a scalar subquery on pms_months would be planned as
+-- a join per use, and a CASE of some 70 names repeats the key's SQL in every branch.
 CREATE OR REPLACE MACRO pms_month(x) AS
     coalesce(
         CASE WHEN TRY_CAST(trim(x) AS INTEGER) BETWEEN 1 AND 12 THEN TRY_CAST(trim(x) AS INTEGER) END,
-        (SELECT number FROM pms_months WHERE key = rtrim(pms_key(x), '.')));
+        {_MONTH_MAP}[rtrim(pms_key(x), '.')]);
 CREATE OR REPLACE MACRO pms_country(x) AS (SELECT code FROM pms_countries WHERE key = pms_key(x));
 CREATE OR REPLACE MACRO pms_currency(x) AS
     (SELECT code FROM pms_currencies WHERE key = pms_key(x));
