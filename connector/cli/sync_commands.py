@@ -240,7 +240,6 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
     document = report.to_json_dict() | {"exit_code": code}
     if as_json:
         click.echo(json.dumps(document, sort_keys=True, default=str))
-        _print_quarantine(document["quarantine"], document["quarantine_sample"], as_json)
     else:
         _print_report(report.plan, document, settings)
     if report.guard.changes:

@@ -27,6 +27,7 @@ from connector.contract import Accommodation, Entity, Reservation
 from connector.errors import MappingError
 from connector.mapping.expressions import ARITHMETIC_KEYS, Expression, as_expression
 from connector.mapping.model import Mapping, RowsBlock, field_shape
+from connector.secrets import mask_text
 from connector.sources.base import ROW_COLUMN, SOURCE_COLUMN
 
 MemberPath = tuple[str | int, ...]
@@ -73,14 +74,19 @@ class FieldUse:
 
 def field_uses(mapping: Mapping) -> Iterator[FieldUse]:
     """Every expression feeding a contract member (or an account), in file order."""
-    if mapping.account is not None:
+    if _is_expression(mapping.account):
         yield FieldUse(mapping.account, None, ("account",), "accountId")
     for entity, spec in mapping.entities.items():
         member: MemberPath = ("entities", entity.value)
-        if spec.account is not None:
+        if _is_expression(spec.account):
             yield FieldUse(spec.account, None, (*member, "account"), "accountId")
         contract = Accommodation if entity == Entity.ACCOMMODATION else Reservation
         yield from _walk(spec.fields, contract, (*member, "fields"), "")
+
+
+def _is_expression(value: Any) -> bool:
+    """An expression or its shorthand (other account forms are checked where they are defined)."""
+    return isinstance(value, str | int | float | Expression) and value is not None
 
 
 def _walk(
@@ -230,8 +236,9 @@ def _operand_problems(
 
 
 def _error(mapping: Mapping, message: str, member: MemberPath) -> MappingError:
+    # A constant may come from ${PMS_SYNC_TOKEN}: the message shows it masked, as every sink.
     return MappingError(
-        message,
+        mask_text(message),
         file=str(mapping.source_file) if mapping.source_file else None,
         line=mapping.line_of(member),
         member=".".join(str(part) for part in member),

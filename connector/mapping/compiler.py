@@ -226,16 +226,19 @@ class ScopeCompiler:
             sql_alias, columns = scope.joins[prefix]
             if rest in columns:
                 return f"{sql_alias}.{quote_identifier(rest)}"
-            raise self.compiler.error(
+            message = (
                 f"unknown column {rest!r} in joined input {prefix!r} "
-                f"(columns: {', '.join(sorted(columns))})",
-                member,
+                f"(columns: {', '.join(sorted(columns))})"
             )
-        raise self.compiler.error(
-            f"unknown column {name!r} in input {scope.input_name!r} "
-            f"(columns: {', '.join(sorted(scope.columns))})",
-            member,
-        )
+        else:
+            message = (
+                f"unknown column {name!r} in input {scope.input_name!r} "
+                f"(columns: {', '.join(sorted(scope.columns))})"
+            )
+        # Noted, not raised: every unknown column of the file is reported at once (a new
+        # export's headers differ in several places), once the whole mapping is compiled.
+        self.compiler.unknown_columns.append(self.compiler.error(message, member))
+        return "CAST(NULL AS VARCHAR)"
 
     # ------------------------------------------------------------------ expressions → text
 
@@ -787,9 +790,16 @@ class Compiler:
         self.mapping = mapping
         self.headers = headers
         self.user_sql: list[UserSql] = []
+        self.unknown_columns: list[MappingError] = []  # raised together by check_columns
         self._index = 0
         self._ctes: list[str] = []
         self._volatile: list[str] = []
+
+    def check_columns(self) -> None:
+        """Raise every unknown column the compiled entities referred to, each with its line."""
+        if self.unknown_columns:
+            unique = {(error.member, error.message): error for error in self.unknown_columns}
+            raise MappingError.listing(list(unique.values()), "unknown columns")
 
     def next_index(self) -> int:
         self._index += 1

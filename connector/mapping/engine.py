@@ -89,6 +89,7 @@ def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> Prepa
     headers = {name: sources[name].columns() for name in needed}
     compiler = Compiler(mapping, headers)
     queries = {entity: compiler.entity_query(entity) for entity in selected}
+    compiler.check_columns()
 
     # User SQL and the compiled queries are bound on empty tables, on a locked connection.
     with duckdb.connect(":memory:") as check:

@@ -276,8 +276,7 @@ def load_mapping(path: str | os.PathLike[str]) -> Mapping:
     mapping._lines = lines
     problems = expression_problems(mapping)
     if problems:
-        for problem in problems:
-            problem.file = file
+        # Named by the path as given, like the schema's errors.
         raise MappingError.listing(
             [
                 MappingError(problem.message, file=file, line=problem.line, member=problem.member)

@@ -373,6 +373,19 @@ def test_a_constant_the_member_cannot_take_is_one_load_time_error(tmp_path: Path
     assert "expected a whole number for this member, got 'lots'" in str(error)
 
 
+def test_a_constant_refused_at_load_never_shows_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "tok-Sec4et-in-a-mapping-constant"
+    monkeypatch.setenv("PMS_SYNC_TOKEN", token)
+    text = MINIMAL.replace("{constant: DE}", '{constant: "${PMS_SYNC_TOKEN}"}')
+
+    error = load_text(tmp_path, text)
+
+    assert error.member == "entities.accommodation.fields.country.constant"
+    assert "unknown country" in str(error) and token not in str(error)
+
+
 def test_a_constant_outside_the_members_values_is_refused_at_load(tmp_path: Path) -> None:
     error = load_text(tmp_path, MINIMAL + "      status: {constant: ACTIV}\n")
 
@@ -395,6 +408,20 @@ def test_every_problem_of_the_file_is_listed_with_its_line(tmp_path: Path) -> No
     assert "more problem" not in str(error)
     assert "line 13: unknown member 'citty'" in str(error)
     assert "line 7: required member 'city' is missing" in str(error)
+
+
+def test_every_unknown_column_is_listed_with_its_line(tmp_path: Path) -> None:
+    rows = [{"unit_id": "u1", "label": "Loft", "town": "Rome"}]
+
+    with pytest.raises(MappingError) as raised:
+        map_units(tmp_path, rows, {"name": "lable", "city": {"template": "{twon}"}})
+
+    assert [problem.member for problem in raised.value.problems] == [
+        "entities.accommodation.fields.name.column",
+        "entities.accommodation.fields.city.template",
+    ]
+    assert "unknown column 'lable'" in str(raised.value)
+    assert "unknown column 'twon'" in str(raised.value)
 
 
 def test_a_dedented_member_is_reported_on_its_own_line(tmp_path: Path) -> None:
