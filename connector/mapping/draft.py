@@ -151,7 +151,7 @@ class ExportTable:
     def values(self, column: str) -> list[str]:
         """The sample's present values of ``column`` (null texts left out)."""
         index = self.columns.index(column)
-        nulls = set(self.spec.get("null_values", [])) | {"", "NULL", "null", "N/A", "n/a"}
+        nulls = set(self.spec.get("null_values", [])) | set(DEFAULT_NULL_VALUES)
         found = []
         for row in self.rows:
             value = row[index] if index < len(row) else None
