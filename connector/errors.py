@@ -16,7 +16,11 @@ class ConfigError(PmsSyncError):
 
 
 class MappingError(PmsSyncError):
-    """A mapping file is invalid. Carries the file, the line and the member when known."""
+    """A mapping file is invalid. Carries the file, the line and the member when known.
+
+    An error of several problems (``MappingError.listing``) lists each in its message, and in
+    ``problems``; its own line and member are those of the first.
+    """
 
     def __init__(
         self,
@@ -29,10 +33,28 @@ class MappingError(PmsSyncError):
         self.file = file
         self.line = line
         self.member = member
+        self.message = message
+        self.problems: tuple[MappingError, ...] = (self,)
         where = ":".join(str(part) for part in (file, line) if part is not None)
         prefix = f"{where}: " if where else ""
         suffix = f" (at {member})" if member else ""
         super().__init__(f"{prefix}{message}{suffix}")
+
+    @classmethod
+    def listing(cls, problems: list[MappingError], what: str = "problems") -> MappingError:
+        """One error for several problems of one file, each on its own line, in line order."""
+        if len(problems) == 1:
+            return problems[0]
+        ordered = sorted(problems, key=lambda problem: problem.line or 0)
+        lines = [
+            f"  line {problem.line or '?'}: {problem.message}"
+            + (f" (at {problem.member})" if problem.member else "")
+            for problem in ordered
+        ]
+        error = cls(f"{len(problems)} {what}:\n" + "\n".join(lines), file=ordered[0].file)
+        error.line, error.member = ordered[0].line, ordered[0].member
+        error.problems = tuple(ordered)
+        return error
 
 
 class SourceError(PmsSyncError):

@@ -352,8 +352,8 @@ def sync_batches(
             plan=plan,
             push=result,
             snapshot=snapshot.location,
-            quarantine=_quarantine_counts(batches),
-            quarantine_sample=_quarantine_sample(batches),
+            quarantine=plan.quarantine,
+            quarantine_sample=plan.quarantine_sample,
             dead_letters=_dead_letter_summary(snapshot),
             guard=verdict,
             diff_sample=diff_sample,
@@ -437,22 +437,6 @@ def _dead_letter_summary(snapshot: SnapshotStore) -> dict[str, int]:
     if letters.empty:
         return {}
     return {str(status): int(n) for status, n in letters["http_status"].value_counts().items()}
-
-
-def _quarantine_counts(batches: Mapping[Entity, MappedRecords]) -> dict[str, int]:
-    return {str(entity): len(batch.quarantine) for entity, batch in batches.items()}
-
-
-def _quarantine_sample(batches: Mapping[Entity, MappedRecords]) -> list[dict[str, Any]]:
-    # The mapping engine already masks sensitive values in the quarantine's ``value`` column.
-    frames = [batch.quarantine.head(_SAMPLE) for batch in batches.values() if len(batch.quarantine)]
-    if not frames:
-        return []
-    sample = pd.concat(frames, ignore_index=True).head(_SAMPLE)
-    return [
-        {key: (None if pd.isna(value) else str(value)) for key, value in row.items()}
-        for row in sample.to_dict(orient="records")
-    ]
 
 
 def _now() -> datetime:

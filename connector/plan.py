@@ -155,6 +155,9 @@ class Plan:
     # deactivated anyway when ``released`` (approved).
     units_with_stays: pd.DataFrame = field(default_factory=lambda: _empty(UNIT_STAYS_COLUMNS))
     entities: tuple[str, ...] = ()  # the entities this plan read
+    # The mapping's quarantine: problems per entity, and the first ones (values masked).
+    quarantine: dict[str, int] = field(default_factory=dict)
+    quarantine_sample: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -246,6 +249,8 @@ class Plan:
             "held": self.held,
             "quarantined": self.quarantined,
             "kept_quarantined": self.kept_quarantined,
+            "quarantine": self.quarantine,
+            "quarantine_sample": self.quarantine_sample,
             "units_with_stays": self.units_with_stays_json(),
             "unusable": self.unusable,
             "entities": list(self.entities),
@@ -381,7 +386,35 @@ def build_plan(
         connection=policy.connection,
         units_with_stays=units_with_stays,
         entities=tuple(str(entity) for entity in diffs),
+        quarantine=quarantine_counts(batches),
+        quarantine_sample=quarantine_sample(batches),
     )
+
+
+QUARANTINE_SAMPLE = 20
+"""Quarantine problems a plan or a sync report lists; the rest are counted."""
+
+
+def quarantine_counts(batches: Mapping[Entity, MappedRecords]) -> dict[str, int]:
+    """Problems the mapping quarantined, per entity."""
+    return {str(entity): len(batch.quarantine) for entity, batch in batches.items()}
+
+
+def quarantine_sample(batches: Mapping[Entity, MappedRecords]) -> list[dict[str, Any]]:
+    """The first quarantine problems (entity, input, rows, field, reason, value)."""
+    # The mapping engine already masks sensitive values in the quarantine's ``value`` column.
+    frames = [
+        batch.quarantine.head(QUARANTINE_SAMPLE)
+        for batch in batches.values()
+        if len(batch.quarantine)
+    ]
+    if not frames:
+        return []
+    sample = pd.concat(frames, ignore_index=True).head(QUARANTINE_SAMPLE)
+    return [
+        {key: (None if pd.isna(value) else str(value)) for key, value in row.items()}
+        for row in sample.to_dict(orient="records")
+    ]
 
 
 UNIT_STAYS_COLUMNS: tuple[str, ...] = (

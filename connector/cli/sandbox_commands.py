@@ -18,6 +18,7 @@ from connector.sandbox.config import (
 )
 from connector.sandbox.faults import FaultSettings, Misbehaviour
 from connector.sandbox.server import serve_forever
+from connector.sandbox.store import DATABASE_FILE
 from connector.secrets import mask_text
 
 _FAULT_OPTIONS = {
@@ -54,6 +55,25 @@ def _misbehaviour_rates(
     return rates or None
 
 
+DATABASE_SUFFIXES = (".duckdb", ".sqlite", ".sqlite3", ".db")
+"""Suffixes of database files: a --data path ending in one names a file, not a folder."""
+
+
+def _data_folder(_context: click.Context, _parameter: click.Parameter, value: Path) -> Path:
+    """--data is the folder the sandbox keeps ``sandbox.sqlite3`` in (docs/sandbox.md).
+
+    A path named like a database file (``x.duckdb``, ``sandbox.sqlite3``) that is no folder yet
+    was meant as a file: refused, rather than a folder of that name created around the file.
+    """
+    if value.suffix.lower() in DATABASE_SUFFIXES and not value.is_dir():
+        raise click.BadParameter(
+            f"{str(value)!r} names a database file, but --data is the folder the sandbox keeps "
+            f"its data file ({DATABASE_FILE}) in; pass a folder such as {DEFAULT_DATA_PATH} "
+            "(a .duckdb file is the connector's snapshot, given to plan and sync with --snapshot)"
+        )
+    return value
+
+
 @click.command("sandbox")
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="0: any free port.")
 @click.option(
@@ -75,7 +95,8 @@ def _misbehaviour_rates(
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_DATA_PATH,
     show_default=True,
-    help="Directory of the sandbox's SQLite file.",
+    callback=_data_folder,
+    help="Folder the sandbox keeps its SQLite file (sandbox.sqlite3) in; created if missing.",
 )
 @click.option(
     "--config",

@@ -138,6 +138,7 @@ def plan_command(
         click.echo(plan.summary_table())
         click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
         click.echo("\n" + backlog_table(rows))
+    _print_quarantine(plan.quarantine, plan.quarantine_sample, as_json)
     _warn_about_plan(plan)
     sys.exit(code)
 
@@ -390,9 +391,33 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
                 f"  {item['entity']} {item['account_id']}/{item['record_id']}: {item['detail']}"
                 f" (x-request-id {item['request_id'] or '-'})"
             )
-    quarantined = sum(document["quarantine"].values())
-    if quarantined:
-        click.echo(f"{quarantined} row problem(s) quarantined by the mapping (not sent)")
+    _print_quarantine(document["quarantine"], document["quarantine_sample"], as_json=False)
+
+
+QUARANTINE_SHOWN = 10
+"""Quarantine problems printed by `plan` and `sync` (`pms-sync validate` lists them all)."""
+
+
+def _print_quarantine(counts: dict[str, int], sample: list[dict[str, Any]], as_json: bool) -> None:
+    """The mapping's quarantine: problems per entity and the first ones, as `validate` shows
+    them (on stderr with ``--json``, whose document carries them as ``quarantine`` and
+    ``quarantine_sample``)."""
+    total = sum(counts.values())
+    if not total:
+        return
+    per_entity = ", ".join(f"{entity} {count}" for entity, count in counts.items() if count)
+    click.echo(
+        f"{total} row problem(s) quarantined by the mapping (not sent): {per_entity}", err=as_json
+    )
+    for row in sample[:QUARANTINE_SHOWN]:
+        value = f" [value: {row['value']}]" if row.get("value") else ""
+        click.echo(
+            f"  {row['input']}:{row['rows']} {row['entity']} {row['record_id'] or '-'} "
+            f"{row['field']}: {row['reason']}{value}",
+            err=as_json,
+        )
+    if total > min(len(sample), QUARANTINE_SHOWN):
+        click.echo("  … `pms-sync validate MAPPING` lists every problem", err=as_json)
 
 
 @contextmanager

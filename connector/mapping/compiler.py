@@ -11,10 +11,10 @@ record is then validated by the contract, which stays the final authority on val
 from __future__ import annotations
 
 import re
-import string
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -22,7 +22,13 @@ from pydantic.fields import FieldInfo
 from connector.contract import Accommodation, Entity, Reservation, UnitReservation
 from connector.contract import _formats as formats
 from connector.errors import MappingError
-from connector.mapping.expressions import Condition, Expression, as_expression
+from connector.mapping.expressions import (
+    ARITHMETIC_KEYS,
+    Condition,
+    Expression,
+    as_expression,
+    template_placeholders,
+)
 from connector.mapping.json_text import (
     JsonList,
     JsonObject,
@@ -69,6 +75,44 @@ REFERENCE_JOINS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 INLINE_LOOKUP_LIMIT = 500
 """Lookups up to this many entries are compiled inline (CASE); longer ones stay tables."""
+
+MAX_DAYS = 100_000
+"""Largest number of days add_days/subtract_days moves a date (about 273 years)."""
+
+
+def _reads_decimal_comma(expression: Expression, *, before_round: bool = False) -> bool:
+    """Whether the expression's text is read with a decimal comma.
+
+    Arithmetic and ``round`` write numbers with a decimal point, whatever ``decimal:`` says of
+    the export's own numbers, so what reads their result reads a point.
+    """
+    if expression.decimal != ",":
+        return False
+    if expression.source in ARITHMETIC_KEYS or expression.source == "row_number":
+        return False
+    return before_round or expression.round is None
+
+
+def _text_case(sql: str, case: str) -> str:
+    if case == "upper":
+        return f"upper({sql})"
+    if case == "lower":
+        return f"lower({sql})"
+    return (
+        f"array_to_string(list_transform(string_split(lower({sql}), ' '), "
+        f"lambda w: upper(w[1]) || w[2:]), ' ')"
+    )
+
+
+def _placeholder_transform(sql: str, transform: str) -> str:
+    """A template placeholder's transform (``{hotel|slug}``) applied to its text."""
+    if transform == "trim":
+        return f"trim({sql})"
+    if transform == "slug":
+        return f"pms_slug({sql})"
+    if transform == "number_text":
+        return f"pms_format_number({sql}, false)"
+    return _text_case(sql, transform)
 
 
 def lookup_text(value: Any) -> str | None:
@@ -133,6 +177,15 @@ class Scope:
     joins: dict[str, tuple[str, set[str]]] = field(
         default_factory=dict
     )  # alias → (sql alias, cols)
+    from_sql: str = ""  # the FROM clause its expressions are evaluated over (input and joins)
+
+
+class UserSql(NamedTuple):
+    """One ``sql:`` expression or condition of the mapping, and where it runs."""
+
+    sql: str
+    member: MemberPath
+    from_sql: str  # the scope's FROM clause: evaluating the SQL alone over it finds a failure
 
 
 @dataclass
@@ -157,6 +210,10 @@ class ScopeCompiler:
         self.leaf_log: list[tuple[Leaf, bool]] = []  # every leaf, and whether it is a constant
         self.leaf_sql: dict[str, str] = {}  # contract path → SQL of its value
         self.value_joins: list[str] = []  # reference tables joined to the value stage
+        # Stage-1 SQL of problems found while computing a text (an operand that is no number,
+        # a date that does not exist): a struct (reason, value) or NULL. The leaf being
+        # compiled takes them over, so its record is quarantined naming its field.
+        self.problems: list[str] = []
 
     # ----------------------------------------------------------------- column references
 
@@ -169,16 +226,19 @@ class ScopeCompiler:
             sql_alias, columns = scope.joins[prefix]
             if rest in columns:
                 return f"{sql_alias}.{quote_identifier(rest)}"
-            raise self.compiler.error(
+            message = (
                 f"unknown column {rest!r} in joined input {prefix!r} "
-                f"(columns: {', '.join(sorted(columns))})",
-                member,
+                f"(columns: {', '.join(sorted(columns))})"
             )
-        raise self.compiler.error(
-            f"unknown column {name!r} in input {scope.input_name!r} "
-            f"(columns: {', '.join(sorted(scope.columns))})",
-            member,
-        )
+        else:
+            message = (
+                f"unknown column {name!r} in input {scope.input_name!r} "
+                f"(columns: {', '.join(sorted(scope.columns))})"
+            )
+        # Noted, not raised: every unknown column of the file is reported at once (a new
+        # export's headers differ in several places), once the whole mapping is compiled.
+        self.compiler.unknown_columns.append(self.compiler.error(message, member))
+        return "CAST(NULL AS VARCHAR)"
 
     # ------------------------------------------------------------------ expressions → text
 
@@ -198,39 +258,28 @@ class ScopeCompiler:
             ]
             sql = f"coalesce({', '.join(items)})" if items else "NULL"
         elif source == "sql":
-            self.compiler.user_sql.append((expression.sql, (*member, "sql")))  # type: ignore[arg-type]
+            self.compiler.user_sql.append(
+                UserSql(expression.sql, (*member, "sql"), self.scope.from_sql)  # type: ignore[arg-type]
+            )
             sql = f"CAST(({expression.sql}) AS VARCHAR)"
+        elif source == "row_number":
+            sql = f"CAST({self.scope.alias}.{ROW_COLUMN} AS VARCHAR)"
+        elif source in ARITHMETIC_KEYS:
+            sql = self._arithmetic(expression, (*member, source))
+        elif source == "fill_in":
+            raise self.compiler.error(
+                f"to fill in: {expression.fill_in} (replace the fill_in placeholder)",
+                (*member, "fill_in"),
+            )
         else:  # date_parts
-            parts = expression.date_parts
-            assert parts is not None
-            year = self.converted_text(as_expression(parts.year), (*member, "date_parts", "year"))
-            month = self.converted_text(
-                as_expression(parts.month), (*member, "date_parts", "month")
-            )
-            day = self.converted_text(as_expression(parts.day), (*member, "date_parts", "day"))
-            made = (
-                f"TRY_CAST(make_date(TRY_CAST({year} AS BIGINT), pms_month({month}), "
-                f"TRY_CAST({day} AS BIGINT)) AS VARCHAR)"
-            )
-            # A composed date that does not exist keeps its parts so the reason can show them.
-            sql = (
-                f"CASE WHEN {year} IS NULL AND {month} IS NULL AND {day} IS NULL THEN NULL "
-                f"ELSE coalesce({made}, concat_ws(' ', {year}, {month}, {day})) END"
-            )
+            sql = self._date_parts(expression, (*member, "date_parts"))
         if expression.trim:
             sql = f"trim({sql})"
         if expression.regex is not None:
             group = 1 if re.compile(expression.regex).groups else 0
             sql = f"nullif(regexp_extract({sql}, {lit(expression.regex)}, {group}), '')"
-        if expression.case == "upper":
-            sql = f"upper({sql})"
-        elif expression.case == "lower":
-            sql = f"lower({sql})"
-        elif expression.case == "title":
-            sql = (
-                f"array_to_string(list_transform(string_split(lower({sql}), ' '), "
-                f"lambda w: upper(w[1]) || w[2:]), ' ')"
-            )
+        if expression.case is not None:
+            sql = _text_case(sql, expression.case)
         if expression.map is not None:
             cases = " ".join(
                 f"WHEN {lit(key)} THEN CAST({lit(value)} AS VARCHAR)"
@@ -253,24 +302,167 @@ class ScopeCompiler:
                 sql = looked_up
         if expression.default is not None:
             sql = f"coalesce({sql}, CAST({lit(expression.default)} AS VARCHAR))"
+        if expression.round is not None:
+            digits = expression.round
+            comma = _reads_decimal_comma(expression, before_round=True)
+            sql = self._numbers(
+                [(sql, comma)],
+                lambda numbers: f"pms_number_string(round({numbers[0]}, {digits}))",
+                "round",
+            )
         return sql
 
+    def _checked(
+        self,
+        inputs: dict[str, str],
+        derive: Callable[[str], dict[str, str]],
+        value: Callable[[str, str], str],
+        bad: Callable[[str, str], str],
+        reason: str,
+    ) -> str:
+        """SQL of a value computed from ``inputs``; ``bad`` gives the offending text (or NULL),
+        registered as this field's problem.
+
+        Lambdas over one-item lists bind the inputs, then what ``derive`` computes from them,
+        once per row (DuckDB computes a list once): nested arithmetic or a date's parts would
+        otherwise repeat their SQL at every use, and planning time grows with it.
+        """
+        inner, derived = f"b{self.compiler.next_index()}", f"d{self.compiler.next_index()}"
+        packed = ", ".join(f"{key} := {sql}" for key, sql in inputs.items())
+        computed = ", ".join(f"{key} := {sql}" for key, sql in derive(inner).items())
+        bound = (
+            f"list_transform([struct_pack({packed})], lambda {inner}: "
+            f"list_transform([struct_pack({computed})], lambda {derived}: struct_pack("
+            f"v := {value(inner, derived)}, bad := {bad(inner, derived)}))[1])[1]"
+        )
+        problem = f"q{self.compiler.next_index()}"
+        self.problems.append(
+            f"list_transform([{bound}], lambda {problem}: CASE WHEN {problem}.bad IS NOT NULL "
+            f"THEN struct_pack(reason := {lit(reason)}, value := {problem}.bad) END)[1]"
+        )
+        return f"struct_extract({bound}, 'v')"
+
+    def _numbers(
+        self, texts: list[tuple[str, bool]], combine: Callable[[list[str]], str], verb: str
+    ) -> str:
+        """Text of a number computed from texts read as numbers (with or without decimal
+        comma); a present text that is no number is the field's problem."""
+        count = range(len(texts))
+
+        def derive(inner: str) -> dict[str, str]:
+            return {
+                f"n{index}": f"pms_number({inner}.a{index}, {'true' if texts[index][1] else 'false'})"
+                for index in count
+            }
+
+        def bad(inner: str, derived: str) -> str:
+            cases = " ".join(
+                f"WHEN {inner}.a{index} IS NOT NULL AND {derived}.n{index} IS NULL "
+                f"THEN {inner}.a{index}"
+                for index in count
+            )
+            return f"CASE {cases} END"
+
+        return self._checked(
+            {f"a{index}": text for index, (text, _comma) in enumerate(texts)},
+            derive,
+            lambda _inner, derived: combine([f"{derived}.n{index}" for index in count]),
+            bad,
+            f"expected a number to {verb}",
+        )
+
+    def _arithmetic(self, expression: Expression, member: MemberPath) -> str:
+        """Text of a sum, difference or product of numeric operands (missing if one is).
+
+        The result is rounded to 10 decimals: binary floating point would otherwise send
+        89.9 * 3 as 269.70000000000005.
+        """
+        source = expression.source
+        operator = {"sum": " + ", "difference": " - ", "product": " * "}[source]
+        verb = {"sum": "add", "difference": "subtract", "product": "multiply"}[source]
+        texts = []
+        for index, item in enumerate(getattr(expression, source) or []):
+            operand = as_expression(item)
+            texts.append(
+                (self.converted_text(operand, (*member, index)), _reads_decimal_comma(operand))
+            )
+        return self._numbers(
+            texts, lambda numbers: f"pms_number_string(round({operator.join(numbers)}, 10))", verb
+        )
+
+    def _date_parts(self, expression: Expression, member: MemberPath) -> str:
+        """ISO text of a date from its parts; parts that make no date are a problem."""
+        parts = expression.date_parts
+        assert parts is not None
+        inputs = {
+            name: self.converted_text(as_expression(getattr(parts, name)), (*member, name))
+            for name in ("year", "month", "day")
+        }
+
+        # Checked before make_date, which raises on a day that does not exist (June 31) and
+        # would stop the whole entity instead of quarantining one record.
+        def derive(inner: str) -> dict[str, str]:
+            made = (
+                f"list_transform([struct_pack(y := pms_integer({inner}.year, false), "
+                f"m := pms_month({inner}.month), d := pms_integer({inner}.day, false))], "
+                "lambda p: CASE WHEN p.y BETWEEN 1 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
+                "AND p.d <= day(last_day(make_date(p.y, p.m, 1))) "
+                "THEN CAST(make_date(p.y, p.m, p.d) AS VARCHAR) END)[1]"
+            )
+            return {"made": made}
+
+        def bad(inner: str, derived: str) -> str:
+            shown = ", ".join(f"coalesce({inner}.{part}, '?')" for part in inputs)
+            present = " OR ".join(f"{inner}.{part} IS NOT NULL" for part in inputs)
+            return (
+                f"CASE WHEN ({present}) AND {derived}.made IS NULL THEN concat_ws(' ', {shown}) END"
+            )
+
+        return self._checked(
+            inputs,
+            derive,
+            lambda _inner, derived: f"{derived}.made",
+            bad,
+            "no such date (year month day)",
+        )
+
     def _template(self, template: str, member: MemberPath) -> str:
-        pieces: list[str] = []
+        pieces: list[str] = []  # the text's parts, an @occurrence as None
         references: list[str] = []
-        for literal_text, name, _spec, _conversion in _formatter.parse(template):
+        occurrence = False
+        for literal_text, name, transforms in template_placeholders(template):
             if literal_text:
                 pieces.append(lit(literal_text))
-            if name is not None:
-                if name == "":
-                    raise self.compiler.error("a template placeholder needs a column name", member)
-                reference = self.column(name, member)
-                references.append(reference)
-                pieces.append(f"coalesce(CAST({reference} AS VARCHAR), '')")
-        if not references:
-            return f"CAST({lit(template)} AS VARCHAR)"
-        all_missing = " AND ".join(f"{ref} IS NULL" for ref in references)
-        return f"CASE WHEN {all_missing} THEN NULL ELSE concat({', '.join(pieces)}) END"
+            if not name:
+                continue
+            if name == "@occurrence":
+                occurrence = True
+                pieces.append("{occurrence}")
+                continue
+            if name == "@row_number":
+                reference = f"CAST({self.scope.alias}.{ROW_COLUMN} AS VARCHAR)"
+            elif name == "@file":
+                reference = f"{self.scope.alias}.{SOURCE_COLUMN}"
+            else:
+                reference = f"CAST({self.column(name, member)} AS VARCHAR)"
+            references.append(reference)
+            for transform in transforms:
+                reference = _placeholder_transform(reference, transform)
+            pieces.append(f"coalesce({reference}, '')")
+        if not references and not occurrence:
+            return f"CAST(concat({', '.join(pieces) or lit('')}, '') AS VARCHAR)"
+        all_missing = " AND ".join(f"{ref} IS NULL" for ref in references) or "false"
+        base = f"concat({', '.join(piece for piece in pieces if piece != '{occurrence}')}, '')"
+        if occurrence:
+            # The how-many-th row with this same text, in read order: identical rows get
+            # 1, 2, 3 and keep their number when unrelated rows are added or deleted.
+            number = (
+                f"CAST(row_number() OVER (PARTITION BY {base} ORDER BY "
+                f"{self.scope.alias}.{SOURCE_COLUMN}, {self.scope.alias}.{ROW_COLUMN}) AS VARCHAR)"
+            )
+            pieces = [number if piece == "{occurrence}" else piece for piece in pieces]
+        text = f"concat({', '.join(pieces)}, '')"
+        return f"CASE WHEN {all_missing} THEN NULL ELSE {text} END"
 
     def converted_text(self, expression: Expression, member: MemberPath) -> str:
         """An operand's text, converted when it says ``as:`` (unreadable → NULL)."""
@@ -284,7 +476,7 @@ class ScopeCompiler:
 
     def convert(self, raw: str, expression: Expression, target: str) -> tuple[str, str]:
         """SQL of the converted value (NULL when unreadable) and the SQL of the reason text."""
-        comma = "true" if expression.decimal == "," else "false"
+        comma = "true" if _reads_decimal_comma(expression) else "false"
         formats_ = expression.format
         if isinstance(formats_, str):
             formats_ = [formats_]
@@ -346,6 +538,7 @@ class ScopeCompiler:
         target = expression.as_ or implied
         index = self.compiler.next_index()
         raw_name, converted_name = f"r{index}", f"c{index}"
+        problems_before = len(self.problems)
         self.raw_columns.append(f"{self.text(expression, member)} AS {raw_name}")
         converted, reason = self.convert(raw_name, expression, target)
         if target in REFERENCE_JOINS:
@@ -356,22 +549,9 @@ class ScopeCompiler:
             # A float member fed a whole number is sent as the float the contract makes of it.
             rendered = f"CAST({rendered} AS DOUBLE)"
         failed = f"({raw_name} IS NOT NULL AND {converted_name} IS NULL)"
-        if expression.add_days is not None:
-            if target not in ("date", "datetime"):
-                raise self.compiler.error("add_days applies to a date", (*member, "add_days"))
-            days_text = self.converted_text(
-                as_expression(expression.add_days), (*member, "add_days")
-            )
-            days_name = f"d{index}"
-            self.raw_columns.append(f"{days_text} AS {days_name}")
-            self.value_columns.append(f"pms_integer({days_name}, false) AS {days_name}c")
-            rendered = self.render(
-                f"({converted_name} + to_days(CAST({days_name}c AS INTEGER)))", target
-            )
-            failed = f"({failed} OR ({days_name} IS NOT NULL AND {days_name}c IS NULL))"
-            reason = (
-                f"CASE WHEN {days_name} IS NOT NULL AND {days_name}c IS NULL "
-                f"THEN 'expected a whole number of days to add' ELSE {reason} END"
+        if expression.add_days is not None or expression.subtract_days is not None:
+            rendered, failed, reason = self._move_days(
+                expression, member, target, index, (rendered, failed, reason)
             )
         if expression.split is not None:
             rendered = (
@@ -381,20 +561,75 @@ class ScopeCompiler:
             rendered = f"CASE WHEN len({rendered}) > 0 THEN {rendered} END"
         elif is_list:
             rendered = f"CASE WHEN {rendered} IS NOT NULL THEN list_value({rendered}) END"
+        sensitive = is_sensitive(path.rsplit(".", 1)[-1])
         if reason != "NULL":  # conversions that can fail
             self.failed_flags.append(failed)
-            sensitive = is_sensitive(path.rsplit(".", 1)[-1])
             shown = "'***'" if sensitive else raw_name
             told = reason if sensitive else f"concat({reason}, ', got ''', {raw_name}, '''')"
             self.error_items.append(
                 f"CASE WHEN {failed} THEN struct_pack(path := {lit(path)}, reason := {told}, "
                 f"value := {shown}, src := {SOURCE_COLUMN}, rownum := {ROW_COLUMN}) END"
             )
+        found = self.problems[problems_before:]
+        del self.problems[problems_before:]
+        if found:
+            self._text_problem(found, f"p{index}", path, sensitive)
         self.compiler.volatile_check(expression, path)
         leaf = Leaf(raw=raw_name, sql=rendered)
         self.leaf_log.append((leaf, expression.source == "constant"))
         self.leaf_sql[path] = rendered
         return leaf
+
+    def _move_days(
+        self,
+        expression: Expression,
+        member: MemberPath,
+        target: str,
+        index: int,
+        compiled: tuple[str, str, str],
+    ) -> tuple[str, str, str]:
+        """A date moved by add_days/subtract_days: (rendered, failed, reason) of the leaf."""
+        converted_name, (_rendered, failed, reason) = f"c{index}", compiled
+        adding = expression.add_days is not None
+        days = expression.add_days if adding else expression.subtract_days
+        days_member = (*member, "add_days" if adding else "subtract_days")
+        if target not in ("date", "datetime"):
+            raise self.compiler.error(f"{days_member[-1]} applies to a date", days_member)
+        days_text = self.converted_text(as_expression(days), days_member)
+        days_name = f"d{index}"
+        self.raw_columns.append(f"{days_text} AS {days_name}")
+        # Bounded so that no value can overflow the date arithmetic, which would stop the
+        # whole entity instead of quarantining one record.
+        self.value_columns.append(
+            f"CASE WHEN abs(pms_integer({days_name}, false)) <= {MAX_DAYS} "
+            f"THEN CAST(pms_integer({days_name}, false) AS INTEGER) END AS {days_name}c"
+        )
+        sign = "" if adding else "-"
+        rendered = self.render(f"({converted_name} + to_days({sign}{days_name}c))", target)
+        failed = f"({failed} OR ({days_name} IS NOT NULL AND {days_name}c IS NULL))"
+        reason = (
+            f"CASE WHEN {days_name} IS NOT NULL AND {days_name}c IS NULL "
+            f"THEN 'expected a whole number of days (at most {MAX_DAYS:,})' ELSE {reason} END"
+        )
+        return rendered, failed, reason
+
+    def _text_problem(self, found: list[str], name: str, path: str, sensitive: bool) -> None:
+        """Problems of the text itself (an operand that is no number, a date that does not
+        exist) quarantine the record naming this field; the first one found is the reason."""
+        problem = found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
+        self.raw_columns.append(f"{problem} AS {name}")
+        self.failed_flags.append(f"({name} IS NOT NULL)")
+        shown = "'***'" if sensitive else f"{name}.value"
+        told = (
+            f"{name}.reason"
+            if sensitive
+            else f"concat({name}.reason, ', got ''', {name}.value, '''')"
+        )
+        self.error_items.append(
+            f"CASE WHEN {name} IS NOT NULL THEN struct_pack(path := {lit(path)}, "
+            f"reason := {told}, value := {shown}, src := {SOURCE_COLUMN}, "
+            f"rownum := {ROW_COLUMN}) END"
+        )
 
     def reference_join(self, raw_name: str, target: str) -> str:
         """The code of a reference table (countries, currencies, languages) by LEFT JOIN.
@@ -501,7 +736,9 @@ class ScopeCompiler:
 
     def condition(self, condition: Condition, member: MemberPath) -> str:
         if condition.sql is not None:
-            self.compiler.user_sql.append((condition.sql, (*member, "sql")))
+            self.compiler.user_sql.append(
+                UserSql(condition.sql, (*member, "sql"), self.scope.from_sql)
+            )
             return f"coalesce(CAST(({condition.sql}) AS BOOLEAN), false)"
         ref = f"CAST({self.column(condition.column, (*member, 'column'))} AS VARCHAR)"  # type: ignore[arg-type]
         if condition.equals is not None:
@@ -525,9 +762,6 @@ class ScopeCompiler:
         )
 
 
-_formatter = string.Formatter()
-
-
 # ------------------------------------------------------------------------------ the compiler
 
 
@@ -539,7 +773,7 @@ class EntityQuery:
     sql: str
     input_name: str
     volatile: list[str]
-    sql_members: list[MemberPath] = field(default_factory=list)  # where its user SQL is
+    user_sql: list[UserSql] = field(default_factory=list)  # its sql: members, and their rows
     # True when a volatile member lies inside a list other than unitReservations: the text
     # without it cannot be cut out in SQL, so the validator hashes those records in Python.
     hash_in_python: bool = False
@@ -555,10 +789,17 @@ class Compiler:
     def __init__(self, mapping: Mapping, headers: dict[str, list[str]]) -> None:
         self.mapping = mapping
         self.headers = headers
-        self.user_sql: list[tuple[str, MemberPath]] = []
+        self.user_sql: list[UserSql] = []
+        self.unknown_columns: list[MappingError] = []  # raised together by check_columns
         self._index = 0
         self._ctes: list[str] = []
         self._volatile: list[str] = []
+
+    def check_columns(self) -> None:
+        """Raise every unknown column the compiled entities referred to, each with its line."""
+        if self.unknown_columns:
+            unique = {(error.member, error.message): error for error in self.unknown_columns}
+            raise MappingError.listing(list(unique.values()), "unknown columns")
 
     def next_index(self) -> int:
         self._index += 1
@@ -621,7 +862,13 @@ class Compiler:
                     )
             # Only the first matching row (in row order) joins, so a join never multiplies rows.
             keys = ", ".join(quote_identifier(column) for column in join.on)
-            inner = ScopeCompiler(self, Scope(join.input, "jt", columns), join_member)
+            inner_scope = Scope(
+                join.input,
+                "jt",
+                columns,
+                from_sql=f"{quote_identifier(table_name(join.input))} AS jt",
+            )
+            inner = ScopeCompiler(self, inner_scope, join_member)
             condition = inner.where(getattr(join, "filter", []), (*join_member, "filter"))
             deduplicated = (
                 f"(SELECT * FROM {quote_identifier(table_name(join.input))} AS jt "
@@ -634,6 +881,9 @@ class Compiler:
                 for joined, own in join.on.items()
             )
             clauses.append(f"LEFT JOIN {deduplicated} AS {sql_alias} ON {on}")
+        scope.from_sql = (
+            f"{quote_identifier(table_name(input_name))} AS {alias} {' '.join(clauses)}".strip()
+        )
         return scope, clauses
 
     def child_rows(
@@ -707,6 +957,7 @@ class Compiler:
     def entity_query(self, entity: Entity) -> EntityQuery:
         spec = self.mapping.entities[entity]
         member: MemberPath = ("entities", entity.value)
+        user_sql_before = len(self.user_sql)
         self._ctes = []
         self._volatile = []
         scope, join_clauses = self._scope(spec.input, spec.joins, member)
@@ -838,13 +1089,12 @@ class Compiler:
             .replace("{hash_text}", hash_text)
             .replace("{single_hash_text}", single_hash)
         )
-        members = [member for _sql, member in self.user_sql if member[1:2] == (entity.value,)]
         return EntityQuery(
             entity,
             sql,
             spec.input,
             volatile,
-            members,
+            self.user_sql[user_sql_before:],
             hash_in_python=hash_in_python,
             keys_sql=keys_sql,
         )

@@ -21,6 +21,7 @@ import pyarrow as pa
 from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import sql_functions
+from connector.mapping.checks import placeholders
 from connector.mapping.compiler import (
     VALIDATED_BEFORE,
     Compiler,
@@ -74,6 +75,11 @@ class PreparedMapping:
 
 def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> PreparedMapping:
     """Read every input's header, compile the mapping and check its SQL on zero rows."""
+    to_fill_in = placeholders(mapping)
+    if to_fill_in:
+        # A file `pms-sync init` wrote: nothing is read or mapped before every placeholder is
+        # replaced, so a guessed value can never reach the service.
+        raise MappingError.listing(to_fill_in, "members to fill in")
     chosen = [Entity(entity) for entity in entities] if entities is not None else None
     selected = [entity for entity in mapping.entities.keys() if chosen is None or entity in chosen]  # noqa: SIM118
     sources = {
@@ -83,6 +89,7 @@ def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> Prepa
     headers = {name: sources[name].columns() for name in needed}
     compiler = Compiler(mapping, headers)
     queries = {entity: compiler.entity_query(entity) for entity in selected}
+    compiler.check_columns()
 
     # User SQL and the compiled queries are bound on empty tables, on a locked connection.
     with duckdb.connect(":memory:") as check:
@@ -91,20 +98,22 @@ def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> Prepa
         for name, columns in headers.items():
             create_text_table(check, table_name(name), columns)
         _lock_down(check)
-        for sql, member in compiler.user_sql:
+        for item in compiler.user_sql:
             try:
-                statements = duckdb.extract_statements(f"SELECT ({sql})")
+                statements = duckdb.extract_statements(f"SELECT ({item.sql})")
             except duckdb.Error as error:
                 raise compiler.error(
-                    f"invalid SQL expression: {_first_line(error)}", member
+                    f"invalid SQL expression: {_first_line(error)}", item.member
                 ) from None
             if len(statements) != 1:
-                raise compiler.error("an SQL expression must be one expression", member)
-        for entity, query in queries.items():
+                raise compiler.error("an SQL expression must be one expression", item.member)
+        for query in queries.values():
             try:
                 check.execute(query.sql).fetchall()
             except duckdb.Error as error:
-                raise _sql_error(compiler, mapping, entity, error) from None
+                raise _sql_error(
+                    check, mapping, query, error, "the mapping's SQL does not run"
+                ) from None
     return PreparedMapping(mapping, {name: sources[name] for name in needed}, headers, queries)
 
 
@@ -131,12 +140,40 @@ def _first_line(error: Exception) -> str:
 
 
 def _sql_error(
-    compiler: Compiler, mapping: Mapping, entity: Entity, error: duckdb.Error
+    connection: duckdb.DuckDBPyConnection,
+    mapping: Mapping,
+    query: EntityQuery,
+    error: duckdb.Error,
+    what: str,
 ) -> MappingError:
-    # The only SQL that can fail to bind is the user's: name the first sql: member we find.
-    members = [member for _sql, member in compiler.user_sql if member[1] == entity.value]
-    member = members[0] if members else ("entities", entity.value)
-    return compiler.error(f"the mapping's SQL does not run: {_first_line(error)}", member)
+    """The error of an entity query that failed, naming the ``sql:`` members that fail.
+
+    Only user SQL can fail to bind or fail on a value: each ``sql:`` member of the entity is
+    run alone over its own rows (on the data when the query failed on the data), and every one
+    that fails is named with its line. Only when none fails alone is the entity named.
+    """
+    failing = []
+    ordered = sorted(query.user_sql, key=lambda item: mapping.line_of(item.member) or 0)
+    for item in ordered:
+        try:
+            # max() forces every row's value to be computed; nothing is fetched but one row.
+            connection.execute(
+                f"SELECT max(length(CAST(({item.sql}) AS VARCHAR))) FROM {item.from_sql}"
+            ).fetchall()
+        except duckdb.Error as own_error:
+            failing.append(_member_error(mapping, f"{what}: {_first_line(own_error)}", item.member))
+    if failing:
+        return MappingError.listing(failing, "sql: members fail")
+    return _member_error(mapping, f"{what}: {_first_line(error)}", ("entities", query.entity.value))
+
+
+def _member_error(mapping: Mapping, message: str, member: tuple[str | int, ...]) -> MappingError:
+    return MappingError(
+        message,
+        file=str(mapping.source_file) if mapping.source_file else None,
+        line=mapping.line_of(member),
+        member=".".join(str(part) for part in member),
+    )
 
 
 def map_records(
@@ -202,14 +239,12 @@ def run_prepared(
                     elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:
                 # Only user SQL can fail on data (a CAST of an unexpected value): name it.
-                mapping = prepared.mapping
-                member = query.sql_members[0] if query.sql_members else ("entities", entity.value)
-                raise MappingError(
-                    f"the mapping's SQL failed on the data ({_first_line(error)}); "
-                    "use TRY_CAST in sql: expressions",
-                    file=str(mapping.source_file) if mapping.source_file else None,
-                    line=mapping.line_of(member),
-                    member=".".join(str(part) for part in member),
+                raise _sql_error(
+                    connection,
+                    prepared.mapping,
+                    query,
+                    error,
+                    "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
                 ) from None
             result = validator.result()
             if elsewhere is not None:

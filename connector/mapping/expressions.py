@@ -1,12 +1,15 @@
 """The expression vocabulary of a mapping file: how one contract field is computed from a row.
 
-An expression is data, never code: a source (a column, a constant, a template, …) followed by
-transforms applied in a fixed, documented order (trim → regex → case → map/lookup → default →
-convert (as) → add_days → split). :mod:`connector.mapping.compiler` turns it into DuckDB SQL.
+An expression is data, never code: a source (a column, a constant, a template, a row number,
+arithmetic, …) followed by transforms applied in a fixed, documented order (trim → regex → case
+→ map/lookup → default → round → convert (as) → add_days/subtract_days → split).
+:mod:`connector.mapping.compiler` turns it into DuckDB SQL.
 """
 
 from __future__ import annotations
 
+import re
+import string
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -14,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
     Tag,
     field_validator,
     model_validator,
@@ -38,7 +42,66 @@ Conversion = Literal[
 ]
 """Targets of ``as:``; when left out, the contract field's type chooses one (see docs/mapping.md)."""
 
-SOURCE_KEYS: tuple[str, ...] = ("column", "constant", "template", "coalesce", "sql", "date_parts")
+ARITHMETIC_KEYS: tuple[str, ...] = ("sum", "difference", "product")
+"""Sources that compute a number from numeric operands."""
+
+SOURCE_KEYS: tuple[str, ...] = (
+    "column",
+    "constant",
+    "template",
+    "coalesce",
+    "sql",
+    "date_parts",
+    "row_number",
+    *ARITHMETIC_KEYS,
+    "fill_in",
+)
+
+TEMPLATE_TRANSFORMS: tuple[str, ...] = ("trim", "upper", "lower", "title", "slug", "number_text")
+"""What may follow a template placeholder's name after ``|``: ``{hotel|slug}``."""
+
+ROW_PLACEHOLDERS: tuple[str, ...] = ("@row_number", "@file", "@occurrence")
+"""Template placeholders that are no column: the row's number as the reader counts it, the
+file (or table) it came from, and its number among rows whose template text is the same."""
+
+_formatter = string.Formatter()
+
+
+def template_placeholders(template: str) -> list[tuple[str, str, list[str]]]:
+    """(literal text before, placeholder name or "", transforms) for each piece of a template.
+
+    Raises ValueError naming the problem: unbalanced braces, an empty placeholder, an unknown
+    transform or an unknown ``@`` placeholder.
+    """
+    try:
+        parsed = list(_formatter.parse(template))
+    except ValueError as error:
+        raise ValueError(
+            f"invalid template {template!r}: {error} (write {{{{ and }}}} for braces)"
+        ) from None
+    pieces: list[tuple[str, str, list[str]]] = []
+    for literal_text, name, spec, conversion in parsed:
+        if name is None:
+            pieces.append((literal_text, "", []))
+            continue
+        # A column name may hold ":" or "!" (string.Formatter's format spec and conversion).
+        full = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+        column, *transforms = [part.strip() for part in full.split("|")]
+        if not column:
+            raise ValueError(f"a placeholder of template {template!r} needs a column name")
+        unknown = [item for item in transforms if item not in TEMPLATE_TRANSFORMS]
+        if unknown:
+            raise ValueError(
+                f"unknown template transform {unknown[0]!r} in {{{full}}}; expected one of "
+                f"{', '.join(TEMPLATE_TRANSFORMS)}"
+            )
+        if column.startswith("@") and column not in ROW_PLACEHOLDERS:
+            raise ValueError(
+                f"unknown placeholder {{{column}}}; the placeholders that are no column are "
+                f"{', '.join(ROW_PLACEHOLDERS)}"
+            )
+        pieces.append((literal_text, column, transforms))
+    return pieces
 
 
 class StrictModel(BaseModel):
@@ -89,8 +152,33 @@ class Expression(StrictModel):
     date_parts: DateParts | None = Field(
         default=None, description="A date from year, month (number or name) and day columns."
     )
+    row_number: Literal[True] | None = Field(
+        default=None,
+        description="The row's number as the reader counts it in error messages (1 = the first "
+        "data row of its file): an id for exports without one. It changes when rows above it "
+        "are deleted; see docs/mapping.md, Exports without ids.",
+    )
+    sum: list[ExprLike] | None = Field(
+        default=None,
+        min_length=2,
+        description="The sum of these numbers, e.g. [week_nights, weekend_nights].",
+    )
+    difference: list[ExprLike] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description="The first number minus the second, e.g. [total, deposit].",
+    )
+    product: list[ExprLike] | None = Field(
+        default=None, min_length=2, description="The product of these numbers, e.g. [rate, nights]."
+    )
+    fill_in: str | None = Field(
+        default=None,
+        description="A placeholder `pms-sync init` writes where it found no column: what to put "
+        "here. The file loads, but nothing runs until every placeholder is replaced.",
+    )
 
-    trim: bool = Field(default=False, description="Remove surrounding blanks.")
+    trim: StrictBool = Field(default=False, description="Remove surrounding blanks.")
     regex: str | None = Field(
         default=None,
         description="Keep the first capture group of this regular expression (or the whole "
@@ -120,8 +208,19 @@ class Expression(StrictModel):
     decimal: Literal[".", ","] = Field(
         default=".", description="Decimal separator of numbers in the input."
     )
+    round: int | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="Round the number to this many decimals (0: a whole number), half away "
+        "from zero; applied before the conversion.",
+    )
     add_days: ExprLike | None = Field(
-        default=None, description="Days to add to a date, e.g. a nights column."
+        default=None,
+        description="Days to add to a date: a number, a column such as nights, or arithmetic.",
+    )
+    subtract_days: ExprLike | None = Field(
+        default=None, description="Days to subtract from a date, e.g. a lead-time column."
     )
     split: str | None = Field(
         default=None, description="Split text into a list at this separator (items trimmed)."
@@ -129,7 +228,7 @@ class Expression(StrictModel):
     default: Scalar | None = Field(
         default=None, description="Value used when the result is missing."
     )
-    volatile: bool = Field(
+    volatile: StrictBool = Field(
         default=False, description="Leave this field out of the change hash (still sent)."
     )
 
@@ -145,13 +244,15 @@ class Expression(StrictModel):
             raise ValueError("map_default needs map or lookup")
         if self.format is not None and self.as_ not in (None, "date", "datetime"):
             raise ValueError("format applies to as: date or as: datetime")
+        if self.add_days is not None and self.subtract_days is not None:
+            raise ValueError("use one of add_days and subtract_days (arithmetic adds both)")
+        if self.template is not None:
+            template_placeholders(self.template)
         return self
 
     @field_validator("regex")
     @classmethod
     def _regex_compiles(cls, pattern: str | None) -> str | None:
-        import re
-
         if pattern is not None:
             try:
                 re.compile(pattern)
@@ -171,7 +272,8 @@ ExprLike = Annotated[
     Discriminator(_expression_kind),
     Field(
         description="A column name (text), a constant (number or boolean), or an expression "
-        "object with one of column, constant, template, coalesce, sql, date_parts."
+        "object with one of column, constant, template, coalesce, sql, date_parts, row_number, "
+        "sum, difference, product (or fill_in, a placeholder to replace)."
     ),
 ]
 """What a field of a mapping file accepts."""
@@ -197,7 +299,7 @@ class Condition(StrictModel):
     not_equals: Scalar | None = None
     in_: list[Scalar] | None = Field(default=None, alias="in")
     not_in: list[Scalar] | None = None
-    is_null: bool | None = None
+    is_null: StrictBool | None = None
     matches: str | None = Field(default=None, description="A regular expression to search.")
 
     @model_validator(mode="after")

@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from connector.errors import MappingError
+from connector.mapping.checks import expression_problems
 from connector.mapping.model import Mapping
 from connector.secrets import register_environment_value
 
@@ -110,6 +111,32 @@ class _Builder:
         return _ENV_REFERENCE.sub(replace, text)
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _dedented_line(text: str, line: int) -> int | None:
+    """The line a "mapping values are not allowed here" error really is about, if dedented.
+
+    A member indented too little (``  street: x`` among ``      name: y``) is valid YAML on
+    its own line; the parser only fails on the next line, indented deeper again, which cannot
+    continue it. That earlier line is the mistake.
+    """
+    lines = text.splitlines()
+    meaningful = [
+        number
+        for number in range(1, min(line, len(lines)) + 1)
+        if lines[number - 1].strip() and not lines[number - 1].lstrip().startswith("#")
+    ]
+    if len(meaningful) < 3 or meaningful[-1] != line:
+        return None
+    before_previous, previous = meaningful[-3], meaningful[-2]
+    indents = [_indent(lines[number - 1]) for number in (before_previous, previous, line)]
+    if indents[1] < indents[0] and indents[2] > indents[1] and ":" in lines[previous - 1]:
+        return previous
+    return None
+
+
 def _read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
     file = str(path)
     try:
@@ -122,11 +149,24 @@ def _read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
-        raise MappingError(
-            f"invalid YAML: {error.problem or error}",
-            file=file,
-            line=mark.line + 1 if mark else None,
-        ) from None
+        line = mark.line + 1 if mark else None
+        message = f"invalid YAML: {error.problem or error}"
+        dedented = (
+            _dedented_line(text, line)
+            if line and error.problem == "mapping values are not allowed here"
+            else None
+        )
+        if dedented is not None:
+            shown = text.splitlines()[dedented - 1].strip()
+            line, message = (
+                dedented,
+                (
+                    f"invalid YAML: line {dedented} ({shown!r}) is indented less than the line "
+                    f"before it, and the next line deeper again; indent it like its neighbours "
+                    f"(the parser says: {error.problem} on the next line)"
+                ),
+            )
+        raise MappingError(message, file=file, line=line) from None
     except yaml.YAMLError as error:
         raise MappingError(f"invalid YAML: {error}", file=file) from None
     if root is None:
@@ -174,8 +214,56 @@ def _first_line(lines: dict[Path_, int], path: Path_) -> int | None:
     return None
 
 
+_KINDS = {"_input_kind()": "input type", "_expression_kind()": "expression", "_list_kind()": "list"}
+
+
+def _problem_message(problem: Any, member_path: Path_) -> str:
+    """A pydantic error in the words of a mapping file."""
+    kind = problem["type"]
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    if kind == "extra_forbidden" and member_path:
+        return f"unknown member {member_path[-1]!r}"
+    if kind == "missing" and member_path:
+        return f"required member {member_path[-1]!r} is missing"
+    if kind == "union_tag_invalid":
+        context = problem.get("ctx", {})
+        what = _KINDS.get(str(context.get("discriminator")), "kind")
+        expected = str(context.get("expected_tags", "")).replace("'", "")
+        return f"unknown {what} {context.get('tag')!r}; expected one of {expected}"
+    if kind == "bool_type":
+        return (
+            f"expected true or false, got {problem.get('input')!r} (only true and false are "
+            "booleans in a mapping file; yes, no, on and off stay text)"
+        )
+    return message
+
+
+def _schema_error(
+    file: str, error: ValidationError, data: Any, lines: dict[Path_, int]
+) -> MappingError:
+    """Every problem pydantic found, each with its line and member (none hidden)."""
+    problems: list[MappingError] = []
+    seen: set[tuple[str | None, str]] = set()
+    for problem in error.errors(include_url=False):
+        member_path = _member_path(tuple(problem["loc"]), data)
+        member = ".".join(str(part) for part in member_path) or None
+        message = _problem_message(problem, member_path)
+        if (member, message) in seen:
+            continue
+        seen.add((member, message))
+        problems.append(
+            MappingError(message, file=file, line=_first_line(lines, member_path), member=member)
+        )
+    return MappingError.listing(problems)
+
+
 def load_mapping(path: str | os.PathLike[str]) -> Mapping:
-    """Read and validate a mapping file; raises :class:`MappingError` naming file, line, member."""
+    """Read and validate a mapping file; raises :class:`MappingError` naming file, line, member.
+
+    Every problem of the file is reported at once (``MappingError.problems``): schema errors,
+    then, in a file that passes the schema, expressions whose type does not fit the member they
+    feed and constants the member cannot take (connector.mapping.checks).
+    """
     source = Path(path).resolve()
     file = str(path)
     data, lines = _read_yaml(source)
@@ -183,22 +271,18 @@ def load_mapping(path: str | os.PathLike[str]) -> Mapping:
     try:
         mapping = Mapping.model_validate(data)
     except ValidationError as error:
-        problems = error.errors(include_url=False)
-        first = problems[0]
-        member_path = _member_path(tuple(first["loc"]), data)
-        member = ".".join(str(part) for part in member_path) or None
-        message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = f"unknown member {member_path[-1]!r}" if member_path else message
-        elif first["type"] == "missing":
-            message = f"required member {member_path[-1]!r} is missing" if member_path else message
-        if len(problems) > 1:
-            message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
-        raise MappingError(
-            message, file=file, line=_first_line(lines, member_path), member=member
-        ) from None
+        raise _schema_error(file, error, data, lines) from None
     mapping._source_file = source
     mapping._lines = lines
+    problems = expression_problems(mapping)
+    if problems:
+        # Named by the path as given, like the schema's errors.
+        raise MappingError.listing(
+            [
+                MappingError(problem.message, file=file, line=problem.line, member=problem.member)
+                for problem in problems
+            ]
+        )
     if mapping.dagster.drop_folder is not None:
         mapping.dagster.drop_folder = str((source.parent / mapping.dagster.drop_folder).resolve())
     return mapping

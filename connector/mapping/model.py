@@ -18,6 +18,7 @@ from pydantic import (
     Discriminator,
     Field,
     PrivateAttr,
+    StrictBool,
     Tag,
     create_model,
     field_validator,
@@ -36,11 +37,33 @@ from connector.mapping.expressions import (
 
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("", "NULL", "null", "N/A", "n/a")
 
+_NULL_VALUES_HELP = (
+    'Cell texts read as a missing value, in addition to the defaults ("", NULL, null, N/A, '
+    "n/a) unless default_null_values is false."
+)
+_DEFAULT_NULLS_HELP = (
+    'Whether the default null texts ("", NULL, null, N/A, n/a) count as missing too; false: '
+    "only null_values do."
+)
+
+
+class NullTexts(StrictModel):
+    """Which cell texts of a file input are missing values."""
+
+    null_values: list[str] = Field(default_factory=list, description=_NULL_VALUES_HELP)
+    default_null_values: StrictBool = Field(default=True, description=_DEFAULT_NULLS_HELP)
+
+    @property
+    def missing_texts(self) -> list[str]:
+        """Every cell text read as missing: the defaults (unless switched off), then the rest."""
+        texts = list(DEFAULT_NULL_VALUES) if self.default_null_values else []
+        return texts + [text for text in self.null_values if text not in texts]
+
 
 # --------------------------------------------------------------------------------------- inputs
 
 
-class CsvInput(StrictModel):
+class CsvInput(NullTexts):
     """Delimited text files: one path or a glob (files read in name order)."""
 
     type: Literal["csv"] = "csv"
@@ -52,9 +75,6 @@ class CsvInput(StrictModel):
         default="utf-8", description="utf-8 (a BOM is skipped), latin-1, cp1252, utf-16, …"
     )
     header_row: int = Field(default=1, ge=1, description="Line number of the header.")
-    null_values: list[str] = Field(
-        default=list(DEFAULT_NULL_VALUES), description="Cell texts read as a missing value."
-    )
     max_line_mb: int | None = Field(
         default=None,
         ge=1,
@@ -63,14 +83,13 @@ class CsvInput(StrictModel):
     )
 
 
-class XlsxInput(StrictModel):
+class XlsxInput(NullTexts):
     """A sheet of an Excel workbook (.xlsx)."""
 
     type: Literal["xlsx"] = "xlsx"
     path: str = Field(description="Path or glob, relative to the mapping file.")
     sheet: str | None = Field(default=None, description="Sheet name; the first sheet if unset.")
     header_row: int = Field(default=1, ge=1)
-    null_values: list[str] = Field(default=list(DEFAULT_NULL_VALUES))
     max_uncompressed_mb: int | None = Field(
         default=None,
         ge=1,
@@ -254,7 +273,7 @@ class EntityMappingBase(StrictModel):
     )
     joins: list[Join] = Field(default_factory=list)
     filter: list[Condition] = Field(default_factory=list, description="Rows kept (all hold).")
-    full_export: bool = Field(
+    full_export: StrictBool = Field(
         default=True,
         description="Whether every export holds all records, so a missing one is gone.",
     )
@@ -381,7 +400,7 @@ class SafetySettings(StrictModel):
         "size or modification time that changes means it is still being written: nothing is "
         "read or sent. PMS_SYNC_EXPORT_SETTLE_SECONDS overrides it.",
     )
-    require_final_newline: bool = Field(
+    require_final_newline: StrictBool = Field(
         default=True,
         description="A CSV export whose last line does not end in a newline is taken as still "
         "being written (a partial last row): nothing is read or sent.",

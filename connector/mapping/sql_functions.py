@@ -19,6 +19,14 @@ from connector.mapping.reference_data import (
 TRUE_WORDS = ("t", "true", "y", "yes", "1", "ja", "j", "oui", "si", "sí", "x", "on")
 FALSE_WORDS = ("f", "false", "n", "no", "0", "nein", "non", "off")
 
+_MONTH_MAP = (
+    "MAP {"
+    + ", ".join(
+        "'" + name.replace("'", "''") + f"': {number}" for name, number in MONTH_NAMES.items()
+    )
+    + "}"
+)
+
 _MACROS = f"""
 CREATE OR REPLACE MACRO pms_key(x) AS strip_accents(lower(trim(x)));
 CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
@@ -31,12 +39,27 @@ CREATE OR REPLACE MACRO pms_integer(x, decimal_comma) AS
     CASE WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
               AND abs(pms_number(x, decimal_comma)) < 9e15
          THEN CAST(pms_number(x, decimal_comma) AS BIGINT) END;
+-- Whole numbers beyond what a double holds exactly (ids of 16 digits and more, or written as
+-- floats, 9.290212028640288e+17) keep the digits the text has, through a 38-digit decimal.
 CREATE OR REPLACE MACRO pms_format_number(x, decimal_comma) AS
     CASE WHEN pms_number(x, decimal_comma) IS NULL THEN x
          WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
               AND abs(pms_number(x, decimal_comma)) < 9e15
          THEN CAST(CAST(pms_number(x, decimal_comma) AS BIGINT) AS VARCHAR)
+         WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
+              AND abs(pms_number(x, decimal_comma)) < 1e37
+         THEN coalesce(
+             CAST(TRY_CAST(pms_number_text(x, decimal_comma) AS DECIMAL(38, 0)) AS VARCHAR),
+             CAST(pms_number(x, decimal_comma) AS VARCHAR))
          ELSE CAST(pms_number(x, decimal_comma) AS VARCHAR) END;
+-- A computed number as text: whole numbers without ".0"; no text for infinities or NaN.
+CREATE OR REPLACE MACRO pms_number_string(x) AS
+    CASE WHEN NOT isfinite(x) THEN NULL
+         WHEN x = trunc(x) AND abs(x) < 9e15 THEN CAST(CAST(x AS BIGINT) AS VARCHAR)
+         ELSE CAST(x AS VARCHAR) END;
+-- Text made fit for an id: lower case, accents dropped, every run of other characters one "-".
+CREATE OR REPLACE MACRO pms_slug(x) AS
+    nullif(trim(regexp_replace(lower(strip_accents(x)), '[^a-z0-9]+', '-', 'g'), '-'), '');
 CREATE OR REPLACE MACRO pms_boolean(x) AS
     CASE WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in TRUE_WORDS)}) THEN true
          WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in FALSE_WORDS)}) THEN false
@@ -69,10 +92,12 @@ CREATE OR REPLACE MACRO pms_time(x) AS pms_hhmm(pms_minutes(x));
 CREATE OR REPLACE MACRO pms_half_hour(x) AS list_transform([pms_minutes(x)], lambda m:
     CASE WHEN m IS NOT NULL THEN pms_hhmm(least(CAST(round(m / 30.0) AS INTEGER) * 30, 23 * 60 + 30))
     END)[1];
+-- Month names inline, as a constant map: a scalar subquery on pms_months would be planned as
+-- a join per use, and a CASE of some 70 names repeats the key's SQL in every branch.
 CREATE OR REPLACE MACRO pms_month(x) AS
     coalesce(
         CASE WHEN TRY_CAST(trim(x) AS INTEGER) BETWEEN 1 AND 12 THEN TRY_CAST(trim(x) AS INTEGER) END,
-        (SELECT number FROM pms_months WHERE key = rtrim(pms_key(x), '.')));
+        {_MONTH_MAP}[rtrim(pms_key(x), '.')]);
 CREATE OR REPLACE MACRO pms_country(x) AS (SELECT code FROM pms_countries WHERE key = pms_key(x));
 CREATE OR REPLACE MACRO pms_currency(x) AS
     (SELECT code FROM pms_currencies WHERE key = pms_key(x));

@@ -36,7 +36,7 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             escape=spec.escape,
             encoding=spec.encoding,
             header_row=spec.header_row,
-            null_values=spec.null_values,
+            null_values=spec.missing_texts,
             max_line_mb=spec.max_line_mb,
         )
     if isinstance(spec, XlsxInput):
@@ -46,7 +46,7 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             base_dir,
             sheet=spec.sheet,
             header_row=spec.header_row,
-            null_values=spec.null_values,
+            null_values=spec.missing_texts,
             max_uncompressed_mb=spec.max_uncompressed_mb,
             max_compression_ratio=spec.max_compression_ratio,
         )

@@ -111,7 +111,11 @@ class CsvSource(Source):
             "quotechar": self.quote,
             "escapechar": self.escape,
             "encoding": "utf-8-sig" if self.codec == "utf_8" else self.codec,
-            "header": self.header_row - 1,
+            # Lines above the header are skipped by line, as DuckDB's reader skips them:
+            # pandas' own header= counts rows without the blank lines (a title, a blank line,
+            # then the header would put the header one row off).
+            "skiprows": self.header_row - 1,
+            "header": 0,
             "dtype": str,
             "keep_default_na": False,
             "na_values": self.null_values,

@@ -522,8 +522,10 @@ def test_a_token_interpolated_into_a_mapped_field_is_masked_by_validate_and_the_
     connection: Export, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = connection.mapping.read_text()
+    # A template, not a constant: a constant the member cannot take is refused when the file
+    # is loaded (connector.mapping.checks), and this test is about the quarantine.
     text = text.replace(
-        "      country: country\n", '      country: {constant: "${PMS_SYNC_TOKEN}"}\n'
+        "      country: country\n", '      country: {template: "${PMS_SYNC_TOKEN}"}\n'
     )
     text = text.replace(
         "        firstName: first_name\n", '        firstName: {constant: "${PMS_SYNC_TOKEN}"}\n'

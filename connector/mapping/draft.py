@@ -1,0 +1,824 @@
+"""A first mapping file drafted from a newcomer's own exports (``pms-sync init``).
+
+Each export (CSV, XLSX, or the tables of a database URL) becomes an input with its layout
+detected (encoding, delimiter, header line). Its columns are matched by name to the members of
+the contract (arrival/check-in → ``checkin``, e-mail → ``email``, …) and their sample values
+choose the expression: a date format, a decimal comma, year/month/day columns composed with
+``date_parts``, check-out from a night count, price from a nightly rate, a row number where the
+export has no id. Every required member without a match is written as a ``fill_in``
+placeholder saying what belongs there: the file passes the schema, ``pms-sync validate`` lists
+the placeholders "to fill in", and nothing runs before each is replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from connector.contract import Entity
+from connector.errors import MappingError, SourceError
+from connector.mapping.model import DEFAULT_NULL_VALUES
+from connector.sources.base import to_text
+from connector.sources.detect import SAMPLE_ROWS, detect_csv
+
+NULL_TOKENS = ("NA", "N.A.", "-", "--", "none", "None", "NONE", "nan", "NaN", "#N/A", "NULL")
+"""Cell texts exports use for "no value" beyond the defaults of every input."""
+
+_ISO_DATE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+)
+DATE_FORMATS = (
+    "%d.%m.%Y",
+    "%d.%m.%y",
+    "%d/%m/%Y",
+    "%m/%d/%Y",
+    "%Y/%m/%d",
+    "%d-%m-%Y",
+    "%Y%m%d",
+    "%d %b %Y",
+    "%d %B %Y",
+    "%b %d, %Y",
+)
+"""strptime formats tried on a date column's samples, in order (day first before month first)."""
+
+_FLOAT_ID = re.compile(r"^\d+\.0+$|^\d(\.\d+)?[eE]\+?\d+$")
+_DECIMAL_COMMA = re.compile(r"^-?\d{1,3}(\.\d{3})*,\d+$|^-?\d+,\d+$")
+_NUMBER = re.compile(r"^-?\d+([.,]\d+)?$")
+
+# Normalised column names (lower case, no accents, letters and digits only) that name each
+# member, one member a line; "unit." members are the accommodation's.
+_SYNONYM_TABLE = """
+id: bookingid bookingno bookingnr bookingnumber bookingref bookingreference booking
+    reservationid reservationno reservationnr reservationnumber reservation resid resno resnr
+    res confirmationno confirmationnumber confirmation buchungsnummer buchungsnr buchung
+    reservierungsnummer reservierung id
+status: status bookingstatus reservationstatus state
+createdAt: createdat created bookedat bookedon bookingdate bookeddate booked reservationdate
+    datecreated creationdate buchungsdatum gebuchtam
+firstName: firstname first givenname forename vorname prenom nombre
+lastName: lastname last surname familyname nachname apellido
+fullName: guest guestname name fullname gast gastname customer customername
+email: email emailaddress mail guestemail emailadresse
+phone: phone telephone tel mobile phonenumber telefon handy
+country: country nationality countrycode land nation pays herkunftsland
+language: language lang sprache langue
+channelName: channel channelname bookingsource source distributionchannel
+marketSegment: marketsegment segment
+agent: agent agency
+guestNumber: guestno guestnumber guestnr guestindex guestpos gastnr gastnummer
+unitId: room roomno roomnr roomnumber roomid unit unitid unitno apartment apartmentid zimmer
+    zimmernr zimmernummer listing listingid flat
+unitName: roomname unitname apartmentname listingname zimmername
+unitRoomTypeName: roomtype reservedroomtype category kategorie zimmertyp
+adults: adults adult pax persons guests numberofguests erwachsene adultes personen pers
+children: children child kids kinder enfants
+babies: babies baby infants infant
+checkin: arrival arrivaldate checkin checkindate from start startdate anreise anreisedatum
+    datefrom arrivee llegada
+checkout: departure departuredate checkout checkoutdate to end enddate abreise abreisedatum
+    dateto depart salida
+nights: nights numberofnights nachte naechte lengthofstay los
+leadTime: leadtime leaddays daysinadvance vorlauf
+rate: adr rate nightlyrate dailyrate pricepernight averagedailyrate
+price: price amount total totalprice betrag revenue totalamount preis roomprice bookingprice
+    gesamtpreis gesamtbetrag
+currency: currency wahrung waehrung devise
+estimatedCheckInTime: eta arrivaltime checkintime expectedarrival ankunftszeit
+estimatedCheckOutTime: etd departuretime checkouttime abreisezeit
+comments: comments comment notes note remarks bemerkung bemerkungen
+unit.id: unitid roomid id unit room roomno roomnumber zimmer zimmernr zimmernummer
+    apartmentid apartment propertyid code
+unit.name: name unitname roomname title bezeichnung apartmentname
+street: street strasse streetname addressline1 address adresse
+streetNumber: streetnumber housenumber streetno houseno hausnummer hausnr no nr
+city: city town ort stadt ville
+postalCode: zip zipcode postalcode postcode plz
+wifiName: wifiname wifi ssid wlan wlanname wifinetwork wifissid
+wifiCode: wifipassword wifipass wifikey wificode wlanpasswort wlanpassword wlancode password
+doorCode: doorcode door keycode accesscode pin lockcode turcode tuercode
+maxNumberOfGuests: maxguests maxoccupancy capacity maxpersons maxpersonen maxnumberofguests
+bedroomsNumber: bedrooms bedroomsnumber schlafzimmer
+floor: floor etage stock
+sizeSqM: size sqm sizesqm m2 flache groesse
+property: hotel hotelname hotelcode property propertyname propertyid objekt haus
+"""
+
+
+def _synonyms(table: str) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    member = ""
+    for line in table.strip().splitlines():
+        if not line.startswith(" "):
+            member, _, line = line.partition(":")
+            found[member] = ()
+        found[member] += tuple(line.split())
+    return found
+
+
+SYNONYMS: dict[str, tuple[str, ...]] = _synonyms(_SYNONYM_TABLE)
+
+_ACCOMMODATION_SIGNS = ("street", "city", "postalCode", "wifiName", "wifiCode", "doorCode")
+
+
+def normalise(name: str) -> str:
+    """A column name reduced for matching: ``"Check-in Date"`` → ``"checkindate"``."""
+    text = unicodedata.normalize("NFKD", name.replace("ß", "ss"))
+    text = "".join(char for char in text if not unicodedata.combining(char))
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+# ------------------------------------------------------------------------------- exports
+
+
+@dataclass
+class ExportTable:
+    """One input of the draft: its YAML members, columns and a sample of its rows."""
+
+    name: str
+    spec: dict[str, Any]
+    columns: list[str]
+    rows: list[list[str | None]]
+    described: str
+
+    def values(self, column: str) -> list[str]:
+        """The sample's present values of ``column`` (null texts left out)."""
+        index = self.columns.index(column)
+        nulls = set(self.spec.get("null_values", [])) | set(DEFAULT_NULL_VALUES)
+        found = []
+        for row in self.rows:
+            value = row[index] if index < len(row) else None
+            if value is not None and value.strip() not in nulls:
+                found.append(value.strip())
+        return found
+
+
+def _input_name(stem: str, taken: Iterable[str]) -> str:
+    name = re.sub(r"[^0-9a-zA-Z_]+", "_", stem).strip("_").lower() or "export"
+    if name[0].isdigit():
+        name = f"export_{name}"
+    base, number = name, 2
+    while name in taken:
+        name, number = f"{base}_{number}", number + 1
+    return name
+
+
+def _null_tokens(rows: list[list[str | None]]) -> list[str]:
+    """Null texts the rows use beyond the defaults every input has."""
+    found = {cell.strip() for row in rows for cell in row if cell is not None}
+    return [token for token in NULL_TOKENS if token in found and token not in DEFAULT_NULL_VALUES]
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
+
+
+def read_exports(exports: list[str], folder: Path) -> list[ExportTable]:
+    """Every export as inputs of a mapping written in ``folder``."""
+    tables: list[ExportTable] = []
+    for export in exports:
+        taken = [table.name for table in tables]
+        if "://" in export:
+            tables.extend(_sql_tables(export, folder, taken))
+            continue
+        path = Path(export)
+        if not path.is_file():
+            raise SourceError(f"no such export file: {export}")
+        if path.suffix.lower() in (".xlsx", ".xlsm"):
+            tables.append(_xlsx_table(path, folder, _input_name(path.stem, taken)))
+        else:
+            tables.append(_csv_table(path, folder, _input_name(path.stem, taken)))
+    return tables
+
+
+def _csv_table(path: Path, folder: Path, name: str) -> ExportTable:
+    layout = detect_csv(path)
+    spec: dict[str, Any] = {"type": "csv", "path": _relative(path, folder)}
+    if layout.delimiter != ",":
+        spec["delimiter"] = layout.delimiter
+    if layout.encoding != "utf-8":
+        spec["encoding"] = layout.encoding
+    if layout.header_row != 1:
+        spec["header_row"] = layout.header_row
+    rows: list[list[str | None]] = [list(row) for row in layout.rows]
+    tokens = _null_tokens(rows)
+    if tokens:
+        spec["null_values"] = tokens
+    shown = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}[layout.delimiter]
+    described = (
+        f"{path.name}: {shown}-separated, {layout.encoding}, header on line {layout.header_row}, "
+        f"{len(layout.columns)} columns"
+    )
+    return ExportTable(name, spec, layout.columns, rows, described)
+
+
+def _xlsx_table(path: Path, folder: Path, name: str) -> ExportTable:
+    import openpyxl
+
+    from connector.sources.limits import MAX_COMPRESSION_RATIO, MAX_UNCOMPRESSED
+    from connector.sources.xlsx_archive import check_xlsx_archive
+
+    check_xlsx_archive(
+        path,
+        input_name=name,
+        max_uncompressed=MAX_UNCOMPRESSED.resolve(None),
+        max_ratio=MAX_COMPRESSION_RATIO.resolve(None),
+    )
+    workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    try:
+        sheet = workbook.worksheets[0]
+        rows = [
+            [to_text(cell) for cell in row]
+            for row in sheet.iter_rows(max_row=SAMPLE_ROWS + 20, values_only=True)
+        ]
+        sheet_name = sheet.title
+    finally:
+        workbook.close()
+    width = max((len([cell for cell in row if cell not in (None, "")]) for row in rows), default=0)
+    header_index = next(
+        (
+            index
+            for index, row in enumerate(rows)
+            if len([cell for cell in row if cell not in (None, "")]) == width
+        ),
+        0,
+    )
+    columns = [cell or "" for cell in rows[header_index]] if rows else []
+    while columns and columns[-1] == "":
+        columns.pop()
+    data = [
+        row[: len(columns)]
+        for row in rows[header_index + 1 :]
+        if any(cell not in (None, "") for cell in row)
+    ]
+    spec: dict[str, Any] = {"type": "xlsx", "path": _relative(path, folder)}
+    if len(workbook.sheetnames) > 1:
+        spec["sheet"] = sheet_name
+    if header_index:
+        spec["header_row"] = header_index + 1
+    tokens = _null_tokens(data)
+    if tokens:
+        spec["null_values"] = tokens
+    described = (
+        f"{path.name}: sheet {sheet_name!r}, header on row {header_index + 1}, "
+        f"{len(columns)} columns"
+    )
+    return ExportTable(name, spec, columns, data, described)
+
+
+def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    from connector.sources import safe_url
+
+    parsed = make_url(url)
+    engine = sa.create_engine(url)
+    written = url
+    if parsed.password:
+        # Credentials never go into the file: it names an environment variable instead.
+        written = "${PMS_DB_URL}"
+    elif parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        database = _relative(Path(parsed.database), folder)  # type: ignore[arg-type]
+        written = parsed.set(database=database).render_as_string(hide_password=False)
+    tables: list[ExportTable] = []
+    try:
+        inspector = sa.inspect(engine)
+        with engine.connect() as connection:
+            for table in inspector.get_table_names():
+                quoted = engine.dialect.identifier_preparer.quote(table)
+                result = connection.execute(sa.text(f"SELECT * FROM {quoted} LIMIT {SAMPLE_ROWS}"))
+                columns = list(result.keys())
+                rows = [[to_text(value) for value in row] for row in result]
+                name = _input_name(table, [*taken, *(t.name for t in tables)])
+                spec = {"type": "sql", "url": written, "table": table}
+                described = f"{safe_url(url)} table {table}: {len(columns)} columns"
+                tables.append(ExportTable(name, spec, columns, rows, described))
+    except sa.exc.SQLAlchemyError as error:
+        raise SourceError(f"cannot read the tables of {safe_url(url)}: {error}") from None
+    finally:
+        engine.dispose()
+    return tables
+
+
+# ------------------------------------------------------------------------------- matching
+
+
+@dataclass
+class Fill:
+    """A placeholder: what belongs in a required member the export has no column for."""
+
+    hint: str
+
+
+@dataclass
+class Draft:
+    """A drafted mapping: its YAML text and what was matched or left to fill in."""
+
+    text: str
+    inputs: dict[str, str]  # input name → what was detected
+    matched: dict[str, dict[str, str]]  # entity → contract path → how it is computed
+    to_fill_in: list[str] = field(default_factory=list)  # contract paths left as placeholders
+    unused_inputs: list[str] = field(default_factory=list)
+
+
+class _Columns:
+    """The columns of one export table, matched to members by name and sample values."""
+
+    def __init__(self, table: ExportTable) -> None:
+        self.table = table
+        self.by_norm: dict[str, str] = {}
+        for column in table.columns:
+            self.by_norm.setdefault(normalise(column), column)
+        self.used: set[str] = set()
+
+    def find(
+        self,
+        member: str,
+        accept: Any = None,
+        *,
+        loosely: Any = None,
+        reuse: bool = False,
+    ) -> str | None:
+        """The column named like ``member`` whose sample values ``accept`` takes: exact names
+        first, then names containing a synonym, whose values ``loosely`` must take too."""
+        synonyms = SYNONYMS[member]
+        exact = [self.by_norm[name] for name in synonyms if name in self.by_norm]
+        # Names containing a synonym ("arrival_date" holds "arrival") count for the longer
+        # synonyms only: "total" would find "total_of_special_requests".
+        contained = [
+            column
+            for name in synonyms
+            if len(name) >= 6
+            for norm, column in self.by_norm.items()
+            if name in norm and column not in exact
+        ]
+        for column in [*exact, *contained]:
+            if column in self.used and not reuse:
+                continue
+            values = self.table.values(column)
+            if values and accept is not None and not accept(values):
+                continue
+            if values and loosely is not None and column not in exact and not loosely(values):
+                continue
+            self.used.add(column)
+            return column
+        return None
+
+
+def _date_format(values: list[str]) -> str | None:
+    """ "" for ISO dates, a strptime format every sample parses with, or None."""
+    if all(_ISO_DATE.match(value) for value in values):
+        return ""
+    for base in DATE_FORMATS:
+        for suffix in ("", " %H:%M", " %H:%M:%S"):
+            try:
+                for value in values:
+                    datetime.strptime(value, base + suffix)
+                return base + suffix
+            except ValueError:
+                continue
+    return None
+
+
+def _is_date(values: list[str]) -> bool:
+    return _date_format(values) is not None
+
+
+def _is_number(values: list[str]) -> bool:
+    return all(
+        _NUMBER.match(value.replace(" ", ""))
+        or _FLOAT_ID.match(value)
+        or _DECIMAL_COMMA.match(value)
+        for value in values
+    )
+
+
+def _is_key(values: list[str]) -> bool:
+    """Values that can identify rows: (nearly) all different."""
+    return len(values) < 5 or len(set(values)) >= 0.9 * len(values)
+
+
+def _not_a_date(values: list[str]) -> bool:
+    return not _is_date(values)
+
+
+def _is_count(values: list[str]) -> bool:
+    return all(re.fullmatch(r"\d+(\.0+)?", value) for value in values)
+
+
+class _Drafter:
+    def __init__(self, table: ExportTable) -> None:
+        self.table = table
+        self.columns = _Columns(table)
+        self.matched: dict[str, str] = {}
+        self.to_fill_in: list[str] = []
+        self.filters: list[dict[str, str]] = []  # the entity's row filter
+
+    def fill(self, path: str, hint: str) -> Fill:
+        self.to_fill_in.append(path)
+        return Fill(hint)
+
+    def note(self, path: str, value: Any) -> Any:
+        self.matched[path] = _flow(value)
+        return value
+
+    def text_column(self, column: str) -> Any:
+        """A column as text; an id that the export wrote as a float keeps its digits."""
+        values = self.table.values(column)
+        # A spreadsheet writes 4711 for most ids but 9.290212028640288e+17 for long ones.
+        if any(_FLOAT_ID.match(value) for value in values) and _is_number(values):
+            return {"column": column, "as": "number_text"}
+        return column
+
+    def date(self, member: str) -> Any:
+        """A date from one column (its format detected) or from year, month and day columns."""
+        column = self.columns.find(member, _is_date)
+        if column is not None:
+            found = _date_format(self.table.values(column))
+            return {"column": column, "format": found} if found else column
+        if member == "checkin":
+            return self.date_parts()
+        return None
+
+    def date_parts(self) -> Any:
+        norms = self.columns.by_norm
+        for norm, column in norms.items():
+            if not norm.endswith("year"):
+                continue
+            prefix = norm[: -len("year")]
+            if prefix and not any(name in prefix for name in SYNONYMS["checkin"]):
+                continue
+            month = norms.get(prefix + "month")
+            day = norms.get(prefix + "dayofmonth") or norms.get(prefix + "day")
+            if month and day:
+                self.columns.used.update((column, month, day))
+                return {"date_parts": {"year": column, "month": month, "day": day}}
+        return None
+
+    def nights(self) -> Any:
+        columns = [
+            column
+            for norm, column in self.columns.by_norm.items()
+            if ("night" in norm or "nacht" in norm or norm in SYNONYMS["nights"])
+            and column not in self.columns.used
+            and _is_count(self.table.values(column) or ["0"])
+        ]
+        if not columns:
+            return None
+        self.columns.used.update(columns)
+        return columns[0] if len(columns) == 1 else {"sum": columns}
+
+    def number(self, column: str) -> Any:
+        values = self.table.values(column)
+        if values and all(_DECIMAL_COMMA.match(value) for value in values):
+            return {"column": column, "decimal": ","}
+        return column
+
+
+def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
+    drafter = _Drafter(table)
+    find, note = drafter.columns.find, drafter.note
+    fields: dict[str, Any] = {}
+    units: dict[str, Any] = {}
+    # A booking id repeats on the rows of one booking (rooms, guests): only a column merely
+    # containing an id's name must hold different values to count.
+    booking = find("id", _not_a_date, loosely=_is_key)
+    room = find("unitId")
+    checkin = drafter.date("checkin")
+    checkout = drafter.date("checkout")
+    nights = drafter.nights() if checkout is None else None
+
+    if booking is not None:
+        fields["id"] = note("id", drafter.text_column(booking))
+    else:
+        fields["id"] = note("id", {"row_number": True})
+    status = find("status")
+    fields["status"] = (
+        note("status", status)
+        if status
+        else drafter.fill(
+            "status",
+            "the reservation status: a status column, or {constant: CONFIRMED} when the "
+            "export lists confirmed bookings only",
+        )
+    )
+    created = drafter.date("createdAt")
+    lead = find("leadTime", _is_count)
+    if created is not None:
+        fields["createdAt"] = note("createdAt", created)
+    elif lead is not None and checkin is not None:
+        base = checkin if isinstance(checkin, dict) else {"column": checkin}
+        fields["createdAt"] = note("createdAt", {**base, "subtract_days": lead})
+    else:
+        fields["createdAt"] = drafter.fill(
+            "createdAt",
+            "when the booking was made: a booking-date column, or the arrival date "
+            "when the export has none",
+        )
+    guest: dict[str, Any] = {}
+    first, last = find("firstName"), find("lastName")
+    full = find("fullName") if first is None else None
+    if first is not None:
+        guest["firstName"] = note("primaryGuest.firstName", first)
+    elif full is not None:
+        guest["firstName"] = note("primaryGuest.firstName", {"column": full, "regex": r"^(\S+)"})
+        if last is None:
+            guest["lastName"] = note(
+                "primaryGuest.lastName", {"column": full, "regex": r"^\S+\s+(.*)$"}
+            )
+    else:
+        guest["firstName"] = drafter.fill(
+            "primaryGuest.firstName",
+            "the guest's first name; the export has no guest name: a constant such as Guest",
+        )
+    if last is not None:
+        guest["lastName"] = note("primaryGuest.lastName", last)
+    for member, accept in (
+        ("email", lambda values: all("@" in value for value in values)),
+        ("phone", None),
+        ("country", None),
+        ("language", None),
+    ):
+        column = find(member, accept)
+        if column is not None:
+            guest[member] = note(f"primaryGuest.{member}", column)
+    fields["primaryGuest"] = guest
+    for member in ("channelName", "marketSegment", "agent"):
+        column = find(member)
+        if column is not None:
+            fields[member] = note(member, drafter.text_column(column))
+
+    if booking is not None and room is not None:
+        room_text = drafter.text_column(room)
+        placeholder = "{" + room + ("|number_text" if isinstance(room_text, dict) else "") + "}"
+        booking_text = drafter.text_column(booking)
+        booking_part = (
+            "{" + booking + ("|number_text" if isinstance(booking_text, dict) else "") + "}"
+        )
+        units["id"] = note("unitReservations.id", {"template": f"{booking_part}-{placeholder}"})
+    elif booking is not None:
+        units["id"] = note("unitReservations.id", drafter.text_column(booking))
+    else:
+        units["id"] = note("unitReservations.id", {"row_number": True})
+    name = find("unitName") or find("unitRoomTypeName")
+    if room is not None:
+        units["unitId"] = note("unitReservations.unitId", drafter.text_column(room))
+        units["unitName"] = note("unitReservations.unitName", name or drafter.text_column(room))
+    elif name is not None:
+        units["unitId"] = note("unitReservations.unitId", {"template": "{" + name + "|slug}"})
+        units["unitName"] = note("unitReservations.unitName", name)
+    else:
+        units["unitId"] = drafter.fill(
+            "unitReservations.unitId", "the booked unit's id (a room or apartment column)"
+        )
+        units["unitName"] = drafter.fill(
+            "unitReservations.unitName", "the booked unit's name (a room or apartment column)"
+        )
+    for member, required in (("adults", True), ("children", False), ("babies", False)):
+        column = find(member, _is_count)
+        if column is not None:
+            units[member] = note(f"unitReservations.{member}", column)
+        elif required:
+            units[member] = drafter.fill(
+                f"unitReservations.{member}", "the number of adults (a guests or persons column)"
+            )
+    units["checkin"] = (
+        note("unitReservations.checkin", checkin)
+        if checkin is not None
+        else drafter.fill("unitReservations.checkin", "the arrival date (check-in)")
+    )
+    if checkout is not None:
+        units["checkout"] = note("unitReservations.checkout", checkout)
+    elif nights is not None and checkin is not None:
+        base = checkin if isinstance(checkin, dict) else {"column": checkin}
+        units["checkout"] = note("unitReservations.checkout", {**base, "add_days": nights})
+    else:
+        units["checkout"] = drafter.fill(
+            "unitReservations.checkout",
+            "the departure date (check-out), or the arrival date with add_days: nights",
+        )
+    price = find("price", _is_number)
+    rate = find("rate", _is_number) if price is None else None
+    if price is not None:
+        units["price"] = note("unitReservations.price", drafter.number(price))
+    elif rate is not None and nights is not None:
+        units["price"] = note(
+            "unitReservations.price", {"product": [drafter.number(rate), nights], "round": 2}
+        )
+    for member in ("currency", "estimatedCheckInTime", "estimatedCheckOutTime", "comments"):
+        column = find(member)
+        if column is not None:
+            units[member] = note(f"unitReservations.{member}", column)
+    position = find("guestNumber", _is_count)
+    if position is not None and booking is not None and "firstName" in guest:
+        # One row per guest: the booking is read from its first guest's row, the others
+        # become the unit reservation's guests.
+        first_guest = min(drafter.table.values(position) or ["1"], key=float)
+        drafter.filters.append({"column": position, "equals": first_guest})
+        others = {"firstName": guest["firstName"]}
+        others.update({key: guest[key] for key in ("lastName", "email", "country") if key in guest})
+        units["guests"] = {
+            "input": table.name,
+            "on": {booking: booking},
+            "filter": [{"column": position, "not_equals": first_guest}],
+            "fields": others,
+        }
+        note(
+            "unitReservations.guests", f"rows of {table.name} whose {position} is not {first_guest}"
+        )
+    fields["unitReservations"] = {"fields": units}
+    return fields, drafter
+
+
+def _accommodation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
+    drafter = _Drafter(table)
+    find, note = drafter.columns.find, drafter.note
+    fields: dict[str, Any] = {}
+    unit = find("unit.id", _not_a_date, loosely=_is_key)
+    fields["id"] = (
+        note("id", drafter.text_column(unit)) if unit else drafter.fill("id", "the unit's id")
+    )
+    name = find("unit.name", reuse=True)
+    fields["name"] = note("name", name) if name else drafter.fill("name", "the unit's name")
+    street = find("street")
+    number = find("streetNumber")
+    if street is not None:
+        values = drafter.table.values(street)
+        if number is None and values and all(re.search(r"\d", value) for value in values):
+            # One address column: "Main Street 12a" → street and number.
+            fields["street"] = note("street", {"column": street, "regex": r"^(.*?)\s*\d"})
+            fields["streetNumber"] = note(
+                "streetNumber", {"column": street, "regex": r"(\d+\w*)\s*$"}
+            )
+        else:
+            fields["street"] = note("street", street)
+    else:
+        fields["street"] = drafter.fill("street", "the street of the unit's address")
+    if "streetNumber" not in fields:
+        fields["streetNumber"] = (
+            note("streetNumber", drafter.text_column(number))
+            if number
+            else drafter.fill("streetNumber", "the house number of the unit's address")
+        )
+    for member, hint in (
+        ("country", "the unit's country, e.g. {constant: DE}"),
+        ("city", "the unit's city"),
+        ("wifiName", "the Wi-Fi network's name"),
+        ("wifiCode", "the Wi-Fi password"),
+        ("doorCode", "the door code"),
+    ):
+        column = find(member)
+        fields[member] = note(member, column) if column else drafter.fill(member, hint)
+    for member in ("postalCode", "floor", "maxNumberOfGuests", "bedroomsNumber", "sizeSqM"):
+        column = find(member)
+        if column is not None:
+            value = drafter.text_column(column) if member in ("postalCode", "floor") else column
+            fields[member] = note(member, value)
+    return fields, drafter
+
+
+def _reservation_score(table: ExportTable) -> int:
+    columns = _Columns(table)
+    found = [columns.find(member) for member in ("checkin", "checkout", "adults", "id", "unitId")]
+    has_dates = found[0] is not None or _Drafter(table).date_parts() is not None
+    return (sum(1 for item in found if item) + 1) if has_dates else 0
+
+
+def _accommodation_score(table: ExportTable) -> int:
+    columns = _Columns(table)
+    return sum(1 for member in _ACCOMMODATION_SIGNS if columns.find(member) is not None)
+
+
+# ------------------------------------------------------------------------------- writing
+
+
+def _flow(value: Any) -> str:
+    """A value in YAML flow style, on one line (a scalar is dumped inside a list: alone it
+    would end with yaml's document marker)."""
+    if isinstance(value, dict | list):
+        return yaml.safe_dump(
+            value, default_flow_style=True, width=10_000, allow_unicode=True, sort_keys=False
+        ).strip()
+    return _flow([value])[1:-1]
+
+
+def _emit(node: dict[str, Any], indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    for key, value in node.items():
+        if isinstance(value, Fill):
+            lines.append(f"{pad}{key}: {_flow({'fill_in': value.hint})}")
+        elif isinstance(value, dict) and not _is_expression(value):
+            lines.append(f"{pad}{key}:")
+            _emit(value, indent + 2, lines)
+        else:
+            lines.append(f"{pad}{key}: {_flow(value)}")
+
+
+def _is_expression(value: dict[str, Any]) -> bool:
+    from connector.mapping.expressions import SOURCE_KEYS
+
+    return any(key in value for key in SOURCE_KEYS)
+
+
+def _schema_line(folder: Path) -> list[str]:
+    schema = Path(__file__).resolve().parents[2] / "mappings" / "schema.json"
+    if not schema.is_file():
+        return []
+    return [f"# yaml-language-server: $schema={_relative(schema, folder)}"]
+
+
+def _account_hint(tables: list[ExportTable]) -> str:
+    hint = "the service account (accountId) of these records, e.g. {constant: demo}"
+    for table in tables:
+        column = _Columns(table).find("property")
+        names = sorted(set(table.values(column))) if column else []
+        if len(names) > 1:
+            shown = ", ".join(names[:5])
+            return (
+                f"{hint}; this export holds several properties in column {column!r} ({shown}): "
+                f"send each to its account with {{column: {column}, lookup: NAME}} and a "
+                "lookups table (docs/mapping.md, Cookbook)"
+            )
+    return hint
+
+
+def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) -> Draft:
+    """Draft a mapping file for ``exports``, to be written at ``out`` (paths relative to it)."""
+    folder = out.parent
+    tables = read_exports(exports, folder)
+    if not tables:
+        raise SourceError("no export to draft a mapping from")
+    by_reservation = max(tables, key=_reservation_score)
+    reservation = by_reservation if _reservation_score(by_reservation) else None
+    candidates = [table for table in tables if table is not reservation]
+    by_units = max(candidates, key=_accommodation_score, default=None)
+    accommodation = by_units if by_units and _accommodation_score(by_units) >= 3 else None
+    if reservation is None and accommodation is None:
+        reservation = tables[0]
+
+    lines = [
+        *_schema_line(folder),
+        f"# Drafted by `pms-sync init` from {', '.join(Path(item).name if '://' not in item else 'a database' for item in exports)}.",
+        "# Replace every fill_in placeholder, then run `pms-sync validate` on this file;",
+        "# docs/mapping.md explains every member (its Cookbook, the common export shapes).",
+    ]
+    top: dict[str, Any] = {
+        "account": {"constant": account} if account else Fill(_account_hint(tables))
+    }
+    to_fill_in = [] if account else ["account"]
+    inputs = {table.name: table.spec for table in tables}
+    entities: dict[str, Any] = {}
+    matched: dict[str, dict[str, str]] = {}
+    for entity, table, build in (
+        (Entity.ACCOMMODATION, accommodation, _accommodation),
+        (Entity.RESERVATION, reservation, _reservation),
+    ):
+        if table is None:
+            continue
+        fields, drafter = build(table)
+        entities[entity.value] = {"input": table.name}
+        if drafter.filters:
+            entities[entity.value]["filter"] = drafter.filters
+        entities[entity.value]["fields"] = fields
+        matched[entity.value] = drafter.matched
+        to_fill_in += [f"{entity.value}.{path}" for path in drafter.to_fill_in]
+    body: list[str] = []
+    _emit(top, 0, body)
+    body.append("inputs:")
+    for name, spec in inputs.items():
+        body.append(f"  {name}: {_flow(spec)}")
+    body.append("entities:")
+    _emit(entities, 2, body)
+    text = "\n".join([*lines, *body]) + "\n"
+    used = {spec["input"] for spec in entities.values()}
+    return Draft(
+        text=text,
+        inputs={table.name: table.described for table in tables},
+        matched=matched,
+        to_fill_in=to_fill_in,
+        unused_inputs=[table.name for table in tables if table.name not in used],
+    )
+
+
+def write_draft(
+    exports: list[str], out: Path, *, account: str | None = None, force: bool = False
+) -> Draft:
+    """Draft the mapping and write it to ``out``; the file is loaded back to prove it passes
+    the schema (its placeholders aside, it is a mapping file like any other)."""
+    from connector.mapping.loader import load_mapping
+
+    if out.exists() and not force:
+        raise MappingError(f"{out} exists; pass --force to overwrite it", file=str(out))
+    draft = draft_mapping(exports, out, account=account)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(draft.text, encoding="utf-8")
+    load_mapping(out)
+    return draft
