@@ -62,7 +62,7 @@ def test_a_second_client_sharing_the_token_is_adapted_to_and_its_429s_are_counte
     assert all(r.push.foreign_requests > 0 for r in reports.values())  # each saw the other
     throttled = sum(r.push.throttled for r in reports.values())
     assert statuses.get("429", 0) == throttled  # every 429 counted and reported
-    # Two greedy clients on 0.2 s windows collide now and then (measured ≈ 10 %); without
+    # Two greedy clients on 0.4 s windows collide now and then at a window's edge; without
     # adapting to the headers every other request would be refused.
     assert throttled <= 0.2 * 300
 
