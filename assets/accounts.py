@@ -138,14 +138,15 @@ def _materialize(
         "accounts": dg.MetadataValue.md(
             markdown_table(
                 ("in the export", "account id", "rows"),
+                # The unknown first: each stands for a hotel whose rows are not synced.
                 [
-                    *(
-                        (value, account.account_id, "")
-                        for value, account in sorted(found.matched.items())
-                    ),
                     *(
                         (value, "none on the service", rows)
                         for value, rows in found.unknown.items()
+                    ),
+                    *(
+                        (value, account.account_id, "")
+                        for value, account in sorted(found.matched.items())
                     ),
                 ][:SAMPLE_ROWS],
             )

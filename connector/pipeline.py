@@ -373,7 +373,7 @@ def sync_batches(
                 # so --allow-mass-change alone must not also release its guests' stays.
                 release_with_stays=release_units_with_stays,
             )
-            verdict = guard_properties(verdict, properties, guard)
+            verdict = guard_properties(verdict, properties, snapshot, guard, plan.connection)
             plan = with_units_kept_inactive(plan, snapshot, batches, properties, today)
         diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
         # Properties first: a reactivated property's units are updated after it.

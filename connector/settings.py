@@ -23,6 +23,7 @@ environment variable, else from the default:
 | Open API client secret (never printed) | PMS_SYNC_CLIENT_SECRET | none |
 | Open API base URL | PMS_SYNC_OPENAPI_URL | the service base URL |
 | OAuth2 token cache (0600 JSON, shared by processes) | PMS_SYNC_TOKEN_CACHE | openapi-tokens.json next to the snapshot |
+| renew Open API and account tokens this many seconds before expiry (at most a quarter of their lifetime) | PMS_SYNC_RENEW_MARGIN | 60 |
 | deactivate the property of an account gone from a full export (on, off) | PMS_SYNC_OFFBOARD_PROPERTIES | on |
 | updateSubUnits of property status changes (true, false) | PMS_SYNC_UPDATE_SUB_UNITS | true |
 """
@@ -59,6 +60,7 @@ from connector.secrets import (
     register_secret,
     register_url_password,
 )
+from connector.snapshot import DEFAULT_RENEW_MARGIN_S
 from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
@@ -140,6 +142,7 @@ def load_settings(
             token_cache=Path(
                 env.get("PMS_SYNC_TOKEN_CACHE") or snapshot_path.parent / TOKEN_CACHE_FILE
             ),
+            renew_margin_s=_float(env, "PMS_SYNC_RENEW_MARGIN", DEFAULT_RENEW_MARGIN_S) or 0.0,
         ),
         properties=PropertyPolicy(
             offboard=_flag(env, "PMS_SYNC_OFFBOARD_PROPERTIES", True),
@@ -153,7 +156,12 @@ def load_settings(
 
 
 def open_api_settings(
-    *, client_id: str | None, client_secret: str | None, base_url: str, token_cache: Path | None
+    *,
+    client_id: str | None,
+    client_secret: str | None,
+    base_url: str,
+    token_cache: Path | None,
+    renew_margin_s: float = DEFAULT_RENEW_MARGIN_S,
 ) -> OpenApiSettings | None:
     """The Open API client, or None when no client id and secret are given."""
     if client_secret:
@@ -176,6 +184,7 @@ def open_api_settings(
         credentials=ClientCredentials(client_id, client_secret),
         base_url=base_url,
         token_cache=token_cache,
+        renew_margin_s=max(renew_margin_s, 0.0),
     )
 
 

@@ -33,7 +33,13 @@ from connector.contract import AccommodationStatus, Entity
 from connector.errors import AuthenticationError, ServiceError
 from connector.plan import CHANGE_COLUMNS, Action, Plan, ReconcilePolicy, delivery_order
 from connector.records import MappedRecords
-from connector.safety.guard import GuardRules, GuardVerdict, MassChange, MassChangeRule
+from connector.safety.guard import (
+    GuardRules,
+    GuardVerdict,
+    MassChange,
+    MassChangeRule,
+    last_successful_rows,
+)
 from connector.secrets import mask_text
 from connector.snapshot import OnMissing, PropertyState, PropertyStatusRecord, SnapshotStore
 
@@ -187,35 +193,58 @@ class PropertyDeactivation(MassChange):
 
     def describe(self) -> str:
         return (
-            f"account {self.account_id!r}: gone from the export; its property would be "
-            f"deactivated (PUT /properties/{self.account_id}, {self.base} known units)"
+            f"account {self.account_id!r}: gone from the export ({self.base} "
+            f"{self.entity} records before, none now); its property would be deactivated "
+            f"(PUT /properties/{self.account_id}, every unit of it stops)"
         )
 
 
 def guard_properties(
-    verdict: GuardVerdict, report: PropertyReport, rules: GuardRules | None
+    verdict: GuardVerdict,
+    report: PropertyReport,
+    snapshot: SnapshotStore,
+    rules: GuardRules | None,
+    connection: str | None,
 ) -> GuardVerdict:
     """The verdict with every property deactivation to send counted as a mass change of its
-    account (all of its units stop), so it is pushed only when approved."""
+    account (all of its units stop), so it is pushed only when approved. A row drop the guard
+    found for the account already is named for what it would do. An account whose zero rows
+    a successful run recorded was approved gone before (the deactivation waited for its
+    stays to end): it needs no new approval."""
     rules = rules or GuardRules()
-    listed = {(c.account_id, c.entity) for c in verdict.changes}
+    entity = str(Entity.ACCOMMODATION)
+    approved_gone = {
+        str(row.account_id)
+        for row in last_successful_rows(snapshot, connection).itertuples(index=False)
+        if str(row.entity) == entity and int(row.rows) == 0
+    }
+    leaving = {
+        change.account_id: change
+        for change in report.of(PropertyAction.DEACTIVATE, PropertyOutcome.PLANNED)
+        if change.account_id not in approved_gone
+    }
+    if not leaving:
+        return verdict
+    kept: list[MassChange] = []
+    bases: dict[str, int] = {}
+    for change in verdict.changes:
+        if change.account_id in leaving and change.entity == entity:
+            bases[change.account_id] = change.base
+            if change.rule == MassChangeRule.ROW_DROP:
+                continue  # replaced below
+        kept.append(change)
     added = [
         PropertyDeactivation(
-            change.account_id,
-            str(Entity.ACCOMMODATION),
+            account_id,
+            entity,
             MassChangeRule.ROW_DROP,
             0,
-            change.units,
+            bases.get(account_id, change.units),
             rules,
         )
-        for change in report.of(PropertyAction.DEACTIVATE, PropertyOutcome.PLANNED)
-        if (change.account_id, str(Entity.ACCOMMODATION)) not in listed
+        for account_id, change in leaving.items()
     ]
-    if not added:
-        return verdict
-    changes = sorted(
-        (*verdict.changes, *added), key=lambda c: (c.account_id, c.entity, str(c.rule))
-    )
+    changes = sorted((*kept, *added), key=lambda c: (c.account_id, c.entity, str(c.rule)))
     return replace(verdict, changes=tuple(changes))
 
 

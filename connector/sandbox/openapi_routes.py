@@ -267,7 +267,9 @@ def _accounts_endpoint(state: SandboxState) -> Handler:
                 "externalId": match.externalId,
                 "id": match.id,
                 "token": account_token.token,
-                "expires_in": max(int(account_token.expires_at - time.time()), 0),
+                # Rounded, not truncated: a token just issued reports its full lifetime.
+                # Rounded, not truncated: a token just issued reports its whole lifetime.
+                "expires_in": max(round(account_token.expires_at - time.time()), 0),
             }
             return JSONResponse({"data": [item], "pagination": _pagination(1, page_size, 1)})
         window = accounts[(page - 1) * page_size : page * page_size]
