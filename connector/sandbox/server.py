@@ -138,7 +138,7 @@ def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str
         scope = (
             ", ".join(client.accounts)
             if len(client.accounts) <= BANNER_ACCOUNTS
-            else f"{len(client.accounts)} accounts ({client.accounts[0]} … {client.accounts[-1]})"
+            else f"{client.accounts[0]} … {client.accounts[-1]} ({len(client.accounts)})"
         )
         lifetime = f"tokens {client.token_lifetime_s} s"
         if client.account_token_lifetime != client.token_lifetime_s:

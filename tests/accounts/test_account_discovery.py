@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from connector.sandbox.testing import MANY_CLIENT_ID, SandboxHandle
+from connector.sandbox.rate_limits import RateLimit
+from connector.sandbox.testing import (
+    MANY_CLIENT_ID,
+    SandboxHandle,
+    many_accounts_config,
+    running_sandbox,
+)
 from connector.snapshot import Snapshot
 from tests.accounts.chain import (
     ChainExport,
@@ -91,6 +97,12 @@ def test_an_export_of_100_hotels_and_an_unknown_one_syncs_the_100_with_only_the_
     assert quarantined["field"] == "account"
     assert quarantined["record_id"] == "HOTEL-999-U1"
     assert "external id 'HOTEL-999' matches no account" in quarantined["reason"]
+    token = chain.http.get(
+        "/api/openapi/v1/accounts",
+        params={"externalId": "HOTEL-001"},
+        headers={"Authorization": f"Bearer {_client_token(chain)}"},
+    ).json()["data"][0]["token"]
+    assert token not in result.output  # the account tokens it used are never shown
 
 
 def test_a_second_run_finds_the_accounts_in_the_snapshot_without_lookups(
@@ -154,6 +166,29 @@ def test_plan_and_dry_run_resolve_external_ids_and_send_nothing(
     assert document(result)["accounts"] == ["acc-005"]
     assert document(result)["counts"]["create"] == 1
     assert chain.count() == 0
+
+
+@pytest.mark.slow
+def test_open_api_requests_wait_for_the_clients_rate_limit_instead_of_meeting_429(
+    tmp_path: Path,
+) -> None:
+    config = many_accounts_config(40).model_copy(
+        update={"rate_limits": {MANY_CLIENT_ID: RateLimit(second=20)}}
+    )
+    mapping = ChainExport(tmp_path / "chain").write([unit(hotel(n), 1) for n in range(1, 41)])
+
+    with running_sandbox(tmp_path / "sandbox", config) as limited:
+        result = pms_sync(limited, tmp_path, "sync", "--json", str(mapping))
+        answered = limited.stats()["requests"]
+        stored = limited.count()
+
+    report = document(result)
+    api = report["accounts_discovery"]["open_api"]
+    assert result.exit_code == 0
+    assert api["requests"] == 1 + 1 + 40  # token, one page, 40 lookups: over 20 per second
+    assert api["throttled"] == 0
+    assert "429" not in answered["GET /api/openapi/v1/accounts"]
+    assert stored == 40
 
 
 def _client_token(chain: SandboxHandle) -> str:
