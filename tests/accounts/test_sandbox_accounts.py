@@ -152,6 +152,7 @@ def test_the_sandbox_command_seeds_many_accounts_with_short_lived_tokens(tmp_pat
         [found] = service.http.get(
             ACCOUNTS, params={"externalId": "HOTEL-120"}, headers=bearer(client)
         ).json()["data"]
+        banner = service.log()
 
     assert listed["pagination"] == {
         "pageSize": 50,
@@ -161,4 +162,4 @@ def test_the_sandbox_command_seeds_many_accounts_with_short_lived_tokens(tmp_pat
         "hasMore": False,
     }
     assert (found["id"], found["expires_in"]) == ("acc-120", 60)
-    assert "120 accounts" in service.log()
+    assert "accounts acc-001 … acc-120 (120) (tokens 60 s)" in banner
