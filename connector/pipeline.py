@@ -380,6 +380,9 @@ def sync_batches(
         apply_properties(
             properties, discovery.directory, blocked=verdict.blocked_accounts, dry_run=dry_run
         )
+        if not dry_run:
+            # Recorded before the push: its writer thread owns the snapshot until it ends.
+            snapshot.record_property_statuses(status_records(properties, plan.connection))
         pushed = withhold_unreactivated(withhold(plan, verdict.blocked_accounts), properties)
         senders = set() if dry_run else set(pushed.changes["account_id"].astype(str))
         tokens = discovery.token_source(settings.tokens, senders)
@@ -395,7 +398,6 @@ def sync_batches(
         discovery.after_push(tokens, client.retried_after_renewal)
         discovery.save(snapshot)
         if not dry_run:
-            snapshot.record_property_statuses(status_records(properties, plan.connection))
             _adopt_exported(snapshot, batches, plan.connection)
         report = SyncReport(
             run_id=run_id,
