@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.accounts import build_accounts_asset
 from assets.assets import build_assets
 from assets.checks import build_checks
 from assets.connections import Connection, discover
@@ -49,7 +50,7 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
     sensor = build_sensor(connection, job, window)
     return dg.Definitions(
-        assets=build_assets(connection, partitions),
+        assets=[*build_assets(connection, partitions), build_accounts_asset(connection)],
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
         schedules=[build_schedule(connection, job, window)],

@@ -216,6 +216,7 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         )
     )
     metadata.update(safety_metadata(report))
+    metadata.update(accounts_metadata(report))
     dead = [p for p in push.problems if p.outcome == Outcome.DEAD_LETTERED]
     if dead:
         metadata["dead_letter_top_reasons"] = dg.MetadataValue.md(
@@ -256,6 +257,33 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
             f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"
         )
     return masked_metadata(metadata)
+
+
+def accounts_metadata(report: SyncReport) -> dict[str, Any]:
+    """Account discovery, token renewals and property changes of the sync (connector.accounts)."""
+    accounts = report.accounts
+    properties = accounts.properties.changes
+    metadata: dict[str, Any] = {
+        "token_renewals": dg.MetadataValue.int(report.push.token_renewals),
+        "retried_after_renewal": dg.MetadataValue.int(report.push.retried_after_renewal),
+        "unknown_external_ids": dg.MetadataValue.int(len(accounts.unknown)),
+        # Token, listing, lookup and property requests of the Open API client.
+        "open_api_requests": dg.MetadataValue.int(accounts.stats.requests),
+        "properties_changed": dg.MetadataValue.int(
+            sum(1 for change in properties if str(change.outcome) == "applied")
+        ),
+    }
+    if properties:
+        metadata["properties"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "action", "outcome", "stays", "message"),
+                (
+                    (c.account_id, str(c.action), str(c.outcome), c.stays, c.message)
+                    for c in properties[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    return metadata
 
 
 def safety_metadata(report: SyncReport) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Resources: where the service is and how to talk to it, where the snapshot lives, check limits.
 
 The embedded defaults point at the local sandbox (``http://127.0.0.1:8765``, token
-``demo-token``) and a DuckDB snapshot under the project's data folder ``.pms-sync/``. A
+``demo-token``, Open API client ``demo-client``) and a DuckDB snapshot under the project's data
+folder ``.pms-sync/``. A
 deployment overrides them with environment variables (read through ``dg.EnvVar`` so their
 values never show in the UI) or by replacing the resources in ``assets/definitions.py``.
 """
@@ -18,18 +19,55 @@ import dagster as dg
 from pydantic import Field
 
 from assets.storage import MappedRecordsIOManager
+from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
 from connector.budget import Budget
 from connector.client import DEFAULT_BASE_URL, AccountTokens
 from connector.errors import ConfigError
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
-from connector.settings import SyncSettings, load_settings, load_tokens_file
+from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
 from connector.snapshot import Snapshot, SnapshotStore
 from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / ".pms-sync"
 SANDBOX_TOKEN = "demo-token"  # the local sandbox's published demo token, not a secret
+SANDBOX_CLIENT = ("demo-client", "demo-secret")  # the local sandbox's published demo client
+
+
+class OpenApiResource(dg.ConfigurableResource):
+    """The Open API client of the connections (OAuth2 client credentials): accounts found by
+    external id, their tokens kept valid, property status. Give the secret as an EnvVar."""
+
+    client_id: str | None = Field(default=None, description="Open API client id.")
+    client_secret: str | None = Field(
+        default=None, description="Open API client secret (use an EnvVar: never shown)."
+    )
+    base_url: str | None = Field(
+        default=None, description="Open API base URL; empty: the service's base URL."
+    )
+    offboard_properties: bool = Field(
+        default=True,
+        description="Deactivate the property of an account gone from a full export (PUT "
+        "/properties/{id}, guarded) and reactivate it when it comes back.",
+    )
+    update_sub_units: bool = Field(
+        default=True, description="updateSubUnits of property status changes."
+    )
+
+    def settings(self, service_base_url: str, snapshot_path: str) -> OpenApiSettings | None:
+        """The library's Open API settings; the token cache sits next to the snapshot."""
+        return open_api_settings(
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            base_url=self.base_url or service_base_url,
+            token_cache=Path(snapshot_path).parent / TOKEN_CACHE_FILE,
+        )
+
+    def properties(self) -> PropertyPolicy:
+        return PropertyPolicy(
+            offboard=self.offboard_properties, update_sub_units=self.update_sub_units
+        )
 
 
 class ServiceResource(dg.ConfigurableResource):
@@ -76,6 +114,11 @@ class ServiceResource(dg.ConfigurableResource):
         default=5, description="Attempts per record for transient faults (first one included)."
     )
     timeout: float = Field(default=30.0, description="Read timeout per request, seconds.")
+    open_api: OpenApiResource | None = Field(
+        default=None,
+        description="The Open API client (also the top-level resource `open_api`); none: every "
+        "account's token is given (token, tokens_file, account_token_env).",
+    )
 
     def tokens(self) -> AccountTokens:
         per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}
@@ -108,6 +151,14 @@ class ServiceResource(dg.ConfigurableResource):
             push=PushOptions(concurrency=self.concurrency, budget=budget),
             lock_timeout=snapshot.lock_timeout,
             urgency=UrgencyPolicy(horizon_days=self.urgent_days),
+            open_api=(
+                self.open_api.settings(base.client.base_url, snapshot.path)
+                if self.open_api is not None
+                else None
+            ),
+            properties=(
+                self.open_api.properties() if self.open_api is not None else PropertyPolicy()
+            ),
         )
 
 
@@ -190,10 +241,17 @@ def default_resources() -> dict[str, object]:
     """The embedded defaults, overridable through PMS_SYNC_* environment variables."""
     rate = os.environ.get("PMS_SYNC_RATE_LIMIT")
     share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
+    base_url = os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL
+    open_api = default_open_api(base_url)
+    # The demo token serves the local sandbox only: with an Open API client configured, the
+    # accounts' tokens are discovered, and a fixed token would win over them.
+    fallback_token = SANDBOX_TOKEN if base_url == DEFAULT_BASE_URL else None
     return {
+        "open_api": open_api,
         "service": ServiceResource(
-            base_url=os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL,
-            token=_env_or("PMS_SYNC_TOKEN", SANDBOX_TOKEN),
+            base_url=base_url,
+            token=_env_or("PMS_SYNC_TOKEN", fallback_token),
+            open_api=open_api,
             tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
             concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
             rate_limit=float(rate) if rate else None,
@@ -207,6 +265,28 @@ def default_resources() -> dict[str, object]:
         "sync_checks": SyncChecksResource(max_quarantine_share=float(share) if share else 0.01),
         "io_manager": MappedRecordsIOManager(base_dir=str(DATA_DIR / "dagster-io")),
     }
+
+
+def default_open_api(base_url: str) -> OpenApiResource:
+    """The Open API client from PMS_SYNC_CLIENT_ID / PMS_SYNC_CLIENT_SECRET (EnvVars, never
+    shown), else the local sandbox's published demo client, else none configured."""
+    flags = {
+        "offboard_properties": os.environ.get("PMS_SYNC_OFFBOARD_PROPERTIES", "on").lower()
+        not in ("0", "false", "no", "off"),
+        "update_sub_units": os.environ.get("PMS_SYNC_UPDATE_SUB_UNITS", "true").lower()
+        not in ("0", "false", "no", "off"),
+    }
+    if os.environ.get("PMS_SYNC_CLIENT_ID"):
+        return OpenApiResource(
+            client_id=dg.EnvVar("PMS_SYNC_CLIENT_ID"),
+            client_secret=_env_or("PMS_SYNC_CLIENT_SECRET", None),
+            base_url=os.environ.get("PMS_SYNC_OPENAPI_URL") or None,
+            **flags,
+        )
+    if base_url == DEFAULT_BASE_URL:
+        client_id, secret = SANDBOX_CLIENT
+        return OpenApiResource(client_id=client_id, client_secret=secret, **flags)
+    return OpenApiResource(**flags)
 
 
 class SourcesResource(dg.ConfigurableResource):

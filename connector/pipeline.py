@@ -16,6 +16,16 @@ from typing import Any
 
 import pandas as pd
 
+from connector.accounts import (
+    AccountDiscovery,
+    AccountsReport,
+    apply_properties,
+    guard_properties,
+    plan_properties,
+    status_records,
+    with_units_kept_inactive,
+    withhold_unreactivated,
+)
 from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
@@ -62,6 +72,9 @@ class SyncReport:
     dead_letters: dict[str, int] = field(default_factory=dict)  # held in the snapshot, per status
     guard: GuardVerdict = field(default_factory=GuardVerdict)
     diff_sample: list[FieldChange] = field(default_factory=list)  # masked, first changes
+    # Accounts discovered through the Open API, token renewals, property changes.
+    accounts: AccountsReport = field(default_factory=AccountsReport)
+    unresolved: int = 0  # records whose external id matches no account (quarantined)
 
     @property
     def held(self) -> int:
@@ -96,7 +109,7 @@ class SyncReport:
             return RunStatus.UNUSABLE
         if self.guard.blocked:
             return RunStatus.BLOCKED
-        if not self.push.complete:
+        if not self.push.complete or self.accounts.properties.incomplete:
             return RunStatus.INCOMPLETE
         if self.push.disagreements:
             return RunStatus.DISAGREED
@@ -115,7 +128,7 @@ class SyncReport:
             "dry_run": self.push.dry_run,
             "counts": self.counts,
             "held": self.held,
-            "quarantined": self.plan.quarantined,
+            "quarantined": self.plan.quarantined + self.unresolved,
             "kept_quarantined": self.plan.kept_quarantined,
             "units_with_stays": self.plan.units_with_stays_json(),
             "unusable": self.plan.unusable,
@@ -173,6 +186,10 @@ class SyncReport:
             "throttled": self.push.throttled,
             "unsent_by_urgency": {u: int(self.push.unsent.get(u, 0)) for u in URGENCY_CLASSES},
             "backlog": backlog_json(self.backlog),
+            "accounts_discovery": self.accounts.to_json_dict(),
+            "properties": self.accounts.properties.to_json_dict(),
+            "token_renewals": self.push.token_renewals,
+            "retried_after_renewal": self.push.retried_after_renewal,
         }
 
 
@@ -195,6 +212,9 @@ def load_batches(
     check_mapping_exports(mapping)  # an export still being written is never read
     validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
     batches = map_records(mapping, entities=entities, window=window, validated=validated)
+    for entity, batch in batches.items():
+        # External ids stay in account_id until the run resolves them (connector.accounts).
+        batch.account_is_external_id = mapping.account_is_external_id(entity)
     return dict(batches), ReconcilePolicy.from_mapping(mapping)
 
 
@@ -218,10 +238,14 @@ def planned(
     with Snapshot.open(
         settings.snapshot_path, lock_timeout=settings.lock_timeout, read_only=True
     ) as snapshot:
+        # External ids are looked up (GET requests of the Open API; nothing is saved).
+        batches, resolved_policy = AccountDiscovery(
+            settings.open_api, settings.client, snapshot
+        ).resolve(batches, policy)
         plan = build_plan(
             snapshot,
             batches,
-            policy=policy,
+            policy=resolved_policy,
             window=window,
             force=force,
             today=today,
@@ -318,9 +342,14 @@ def sync_batches(
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
+    today = today or date.today()
+    release = release_units_with_stays or allow_mass_change
     if not dry_run:
         ensure_reachable(settings.client)  # a service down at the start: one clear error
     with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+        # External ids become account ids before anything is compared (connector.accounts).
+        discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
+        batches, policy = discovery.resolve(batches, policy)
         plan = build_plan(
             snapshot,
             batches,
@@ -329,19 +358,45 @@ def sync_batches(
             force=force,
             today=today,
             urgency=settings.urgency,
-            release_units_with_stays=release_units_with_stays or allow_mass_change,
+            release_units_with_stays=release,
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
+        properties = discovery.report.properties
+        if discovery.directory is not None:
+            properties = discovery.report.properties = plan_properties(
+                snapshot,
+                batches,
+                policy or ReconcilePolicy(),
+                settings.properties,
+                today=today,
+                # Only the explicit approval: a property deactivation is always a mass change,
+                # so --allow-mass-change alone must not also release its guests' stays.
+                release_with_stays=release_units_with_stays,
+            )
+            verdict = guard_properties(verdict, properties, snapshot, guard, plan.connection)
+            plan = with_units_kept_inactive(plan, snapshot, batches, properties, today)
         diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
-        client = ServiceClient(settings.client, settings.tokens)
+        # Properties first: a reactivated property's units are updated after it.
+        apply_properties(
+            properties, discovery.directory, blocked=verdict.blocked_accounts, dry_run=dry_run
+        )
+        if not dry_run:
+            # Recorded before the push: its writer thread owns the snapshot until it ends.
+            snapshot.record_property_statuses(status_records(properties, plan.connection))
+        pushed = withhold_unreactivated(withhold(plan, verdict.blocked_accounts), properties)
+        senders = set() if dry_run else set(pushed.changes["account_id"].astype(str))
+        tokens = discovery.token_source(settings.tokens, senders)
+        client = ServiceClient(settings.client, tokens)
         result = push_plan(
-            withhold(plan, verdict.blocked_accounts),
+            pushed,
             client,
             snapshot,
             dry_run=dry_run,
             options=settings.push,
             on_progress=on_progress,
         )
+        discovery.after_push(tokens, client.retried_after_renewal)
+        discovery.save(snapshot)
         if not dry_run:
             _adopt_exported(snapshot, batches, plan.connection)
         report = SyncReport(
@@ -358,6 +413,8 @@ def sync_batches(
             guard=verdict,
             diff_sample=diff_sample,
             rate_windows=effective_windows(settings.client),
+            accounts=discovery.report,
+            unresolved=_unresolved_records(batches),
         )
         _record_run(snapshot, report)
     return report
@@ -437,6 +494,14 @@ def _dead_letter_summary(snapshot: SnapshotStore) -> dict[str, int]:
     if letters.empty:
         return {}
     return {str(status): int(n) for status, n in letters["http_status"].value_counts().items()}
+
+
+def _unresolved_records(batches: Mapping[Entity, MappedRecords]) -> int:
+    """Records set apart because their external id matches no account, once each."""
+    return sum(
+        len(batch.unresolved.drop_duplicates(["account_id", "record_id", "input", "rows"]))
+        for batch in batches.values()
+    )
 
 
 def _now() -> datetime:

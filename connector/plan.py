@@ -396,17 +396,22 @@ QUARANTINE_SAMPLE = 20
 
 
 def quarantine_counts(batches: Mapping[Entity, MappedRecords]) -> dict[str, int]:
-    """Problems the mapping quarantined, per entity."""
-    return {str(entity): len(batch.quarantine) for entity, batch in batches.items()}
+    """Problems the mapping quarantined, per entity (rows of unknown external ids included)."""
+    return {
+        str(entity): len(batch.quarantine) + len(batch.unresolved)
+        for entity, batch in batches.items()
+    }
 
 
 def quarantine_sample(batches: Mapping[Entity, MappedRecords]) -> list[dict[str, Any]]:
     """The first quarantine problems (entity, input, rows, field, reason, value)."""
     # The mapping engine already masks sensitive values in the quarantine's ``value`` column.
+    # Rows of unknown external ids first: one value there stands for a whole account.
     frames = [
-        batch.quarantine.head(QUARANTINE_SAMPLE)
+        frame.head(QUARANTINE_SAMPLE)
         for batch in batches.values()
-        if len(batch.quarantine)
+        for frame in (batch.unresolved, batch.quarantine)
+        if len(frame)
     ]
     if not frames:
         return []

@@ -228,6 +228,7 @@ def apply_plan_file(
     """
     import uuid
 
+    from connector.accounts import AccountDiscovery
     from connector.client import ServiceClient
     from connector.pipeline import SyncReport, _dead_letter_summary, _now, _record_run
     from connector.push import push_plan
@@ -237,12 +238,14 @@ def apply_plan_file(
     location = snapshot_path or Path(plan_file.snapshot_location)
     with Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot:
         check_applicable(plan_file, snapshot, allow=allow_mass_change)
-        result = push_plan(
-            plan_file.plan,
-            ServiceClient(settings.client, settings.tokens),
-            snapshot,
-            options=settings.push,
-        )
+        # Tokens of accounts without a given one come from the Open API client, if any.
+        discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
+        accounts = set(plan_file.plan.changes["account_id"].astype(str))
+        tokens = discovery.token_source(settings.tokens, accounts)
+        client = ServiceClient(settings.client, tokens)
+        result = push_plan(plan_file.plan, client, snapshot, options=settings.push)
+        discovery.after_push(tokens, client.retried_after_renewal)
+        discovery.save(snapshot)
         report = SyncReport(
             run_id=uuid.uuid4().hex,
             mapping=plan_file.mapping,
@@ -252,6 +255,7 @@ def apply_plan_file(
             push=result,
             snapshot=snapshot.location,
             dead_letters=_dead_letter_summary(snapshot),
+            accounts=discovery.report,
         )
         _record_run(snapshot, report)
     return report

@@ -126,6 +126,10 @@ class PushResult:
     # Acknowledged answers of "skipped" or "already known" explained by an earlier attempt of
     # the same record in this run whose answer was lost: not disagreements.
     resent_after_lost_answer: int = 0
+    # Account tokens discovered through the Open API that were renewed during the push (near
+    # expiry, or after a 401), and requests sent once more after a 401 renewed their token.
+    token_renewals: int = 0
+    retried_after_renewal: int = 0
 
     @property
     def complete(self) -> bool:
@@ -163,6 +167,8 @@ class PushResult:
             "throttled": self.throttled,
             "foreign_requests": self.foreign_requests,
             "waited_s": round(self.waited_s, 3),
+            "token_renewals": self.token_renewals,
+            "retried_after_renewal": self.retried_after_renewal,
         }
 
 
@@ -312,6 +318,8 @@ def _hold_back(
 
 def _limiter_report(client: ServiceClient, result: PushResult) -> None:
     result.throttled = client.throttled
+    result.token_renewals = int(getattr(client.tokens, "renewals", 0))
+    result.retried_after_renewal = client.retried_after_renewal
     for limiter in client.window_limiters().values():
         result.foreign_requests += limiter.foreign
         result.waited_s += limiter.waited_s

@@ -72,6 +72,14 @@ class MappedRecords:
     # check-in window (a blank account or id: rows whose key could not be derived). A record
     # in the export is never "gone from the export", whichever part of it this run maps.
     present_elsewhere: pd.DataFrame = field(default_factory=empty_keys)
+    # The mapping's account member gives the account's external id on the service
+    # (``external_id: true``): ``account_id`` holds external ids until
+    # ``connector.accounts.resolve_batches`` replaces them by account ids.
+    account_is_external_id: bool = False
+    # Rows whose external id matches no account of the connection (QUARANTINE_COLUMNS, the
+    # external id under ``account_id``): quarantined, and kept apart from ``quarantine``
+    # because they belong to no account a run could reconcile, guard or count.
+    unresolved: pd.DataFrame = field(default_factory=empty_quarantine)
 
     @property
     def accounts(self) -> list[str]:

@@ -19,6 +19,13 @@ environment variable, else from the default:
 | HTTP transport (aiohttp, httpx) | PMS_SYNC_TRANSPORT | aiohttp |
 | base URLs whose TLS certificate is not verified (comma list) | PMS_SYNC_INSECURE_TLS_FOR | none |
 | which 2xx bodies acknowledge a record (counts, documented) | PMS_SYNC_ACKNOWLEDGEMENT | counts |
+| Open API client id (account discovery, tokens, properties) | PMS_SYNC_CLIENT_ID | none |
+| Open API client secret (never printed) | PMS_SYNC_CLIENT_SECRET | none |
+| Open API base URL | PMS_SYNC_OPENAPI_URL | the service base URL |
+| OAuth2 token cache (0600 JSON, shared by processes) | PMS_SYNC_TOKEN_CACHE | openapi-tokens.json next to the snapshot |
+| renew Open API and account tokens this many seconds before expiry (at most a quarter of their lifetime) | PMS_SYNC_RENEW_MARGIN | 60 |
+| deactivate the property of an account gone from a full export (on, off) | PMS_SYNC_OFFBOARD_PROPERTIES | on |
+| updateSubUnits of property status changes (true, false) | PMS_SYNC_UPDATE_SUB_UNITS | true |
 """
 
 from __future__ import annotations
@@ -31,11 +38,13 @@ from pathlib import Path
 
 import yaml
 
+from connector.accounts._settings import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
 from connector.client import (
     DEFAULT_BASE_URL,
     AccountTokens,
     AcknowledgementPolicy,
     ClientConfig,
+    ClientCredentials,
     RetryPolicy,
     TokenPlacement,
     Transport,
@@ -51,6 +60,7 @@ from connector.secrets import (
     register_secret,
     register_url_password,
 )
+from connector.snapshot import DEFAULT_RENEW_MARGIN_S
 from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
@@ -64,6 +74,9 @@ class SyncSettings:
     push: PushOptions = field(default_factory=PushOptions)
     lock_timeout: float = 0.0  # seconds to wait for another process's snapshot lock
     urgency: UrgencyPolicy = field(default_factory=UrgencyPolicy)
+    # The Open API client of the connection (None: accounts and tokens are given by hand).
+    open_api: OpenApiSettings | None = None
+    properties: PropertyPolicy = field(default_factory=PropertyPolicy)
 
 
 def load_settings(
@@ -77,6 +90,10 @@ def load_settings(
     max_attempts: int | None = None,
     transport: str | None = None,
     rate_limits: str | None = None,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    openapi_url: str | None = None,
+    update_sub_units: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables, then defaults."""
@@ -111,13 +128,75 @@ def load_settings(
         urgency = UrgencyPolicy.from_env(env)
     except ValueError as error:
         raise ConfigError(f"PMS_SYNC_URGENT_DAYS: {error}") from error
+    snapshot_path = Path(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT)
     return SyncSettings(
         client=client,
         tokens=tokens,
-        snapshot_path=Path(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT),
+        snapshot_path=snapshot_path,
         push=PushOptions(concurrency=concurrency),
         urgency=urgency,
+        open_api=open_api_settings(
+            client_id=client_id or env.get("PMS_SYNC_CLIENT_ID"),
+            client_secret=client_secret or env.get("PMS_SYNC_CLIENT_SECRET"),
+            base_url=openapi_url or env.get("PMS_SYNC_OPENAPI_URL") or service_url,
+            token_cache=Path(
+                env.get("PMS_SYNC_TOKEN_CACHE") or snapshot_path.parent / TOKEN_CACHE_FILE
+            ),
+            renew_margin_s=_float(env, "PMS_SYNC_RENEW_MARGIN", DEFAULT_RENEW_MARGIN_S) or 0.0,
+        ),
+        properties=PropertyPolicy(
+            offboard=_flag(env, "PMS_SYNC_OFFBOARD_PROPERTIES", True),
+            update_sub_units=(
+                update_sub_units
+                if update_sub_units is not None
+                else _flag(env, "PMS_SYNC_UPDATE_SUB_UNITS", True)
+            ),
+        ),
     )
+
+
+def open_api_settings(
+    *,
+    client_id: str | None,
+    client_secret: str | None,
+    base_url: str,
+    token_cache: Path | None,
+    renew_margin_s: float = DEFAULT_RENEW_MARGIN_S,
+) -> OpenApiSettings | None:
+    """The Open API client, or None when no client id and secret are given."""
+    if client_secret:
+        register_secret(client_secret)  # before anything could print it
+    if not client_id and not client_secret:
+        return None
+    if not client_id or not client_secret:
+        given, missing = (
+            ("PMS_SYNC_CLIENT_ID", "PMS_SYNC_CLIENT_SECRET")
+            if client_id
+            else ("PMS_SYNC_CLIENT_SECRET", "PMS_SYNC_CLIENT_ID")
+        )
+        raise ConfigError(
+            f"the Open API client needs both a client id and a client secret: {given} is set, "
+            f"{missing} is not (or pass --client-id and --client-secret)"
+        )
+    base_url = base_url.rstrip("/")
+    refuse_credentials_in_url(base_url)
+    return OpenApiSettings(
+        credentials=ClientCredentials(client_id, client_secret),
+        base_url=base_url,
+        token_cache=token_cache,
+        renew_margin_s=max(renew_margin_s, 0.0),
+    )
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false (on/off, 1/0), got {raw!r}")
 
 
 def _windows(value: str | None) -> tuple[Window, ...] | None:

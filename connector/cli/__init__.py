@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from connector.cli import init_commands, mapping_commands, sandbox_commands, sync_commands
+from connector.cli import (
+    account_commands,
+    init_commands,
+    mapping_commands,
+    sandbox_commands,
+    sync_commands,
+)
 from connector.cli.masked_output import mask_standard_streams
 
 
@@ -47,5 +53,5 @@ def main() -> None:
     mask_standard_streams()
 
 
-for _module in (sandbox_commands, init_commands, mapping_commands, sync_commands):
+for _module in (sandbox_commands, init_commands, mapping_commands, sync_commands, account_commands):
     _module.register(main)

@@ -13,6 +13,7 @@ from connector.sandbox.config import (
     ADMIN_TOKEN_VARIABLE,
     DEFAULT_DATA_PATH,
     DEFAULT_PORT,
+    GeneratedAccounts,
     SandboxConfig,
     load_config,
 )
@@ -104,6 +105,20 @@ def _data_folder(_context: click.Context, _parameter: click.Parameter, value: Pa
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="YAML file of accounts, tokens, clients, faults and rate limits (default: demo account).",
 )
+@click.option(
+    "--many-accounts",
+    type=click.IntRange(min=1, max=100_000),
+    metavar="N",
+    help="Add N generated accounts (acc-001…, external ids HOTEL-001…) under the "
+    "multi-account Open API client many-client / many-secret.",
+)
+@click.option(
+    "--token-lifetime",
+    type=click.IntRange(min=1),
+    metavar="SECONDS",
+    help="Lifetime of every Open API token, client and account-level (expires_in); they are "
+    "refused (401) once expired.",
+)
 @click.option("--error-rate", type=float, help="Fraction of requests answered 500.")
 @click.option("--rate-limit-rate", type=float, help="Fraction answered 429 with Retry-After.")
 @click.option("--retry-after", type=int, help="Retry-After of injected 429s, in seconds.")
@@ -145,11 +160,17 @@ def sandbox_command(
     config_path: Path | None,
     access_log: bool,
     misbehaviour_rates: dict[str, float] | None,
+    many_accounts: int | None,
+    token_lifetime: int | None,
     **fault_options: Any,
 ) -> None:
     """Run the local stand-in of the service (sync webhooks, Open API, admin API)."""
     try:
         config = load_config(config_path) if config_path else SandboxConfig.demo()
+        if many_accounts:
+            config = config.with_generated_accounts(GeneratedAccounts(count=many_accounts))
+        if token_lifetime:
+            config = config.with_token_lifetime(token_lifetime)
         if admin_token:
             config = config.with_admin_token(admin_token)
         overrides = {

@@ -31,8 +31,9 @@ from typing import Any
 import click
 
 from connector.budget import Budget, backlog, backlog_json, backlog_table
+from connector.cli.account_commands import open_api_options
 from connector.client import effective_windows
-from connector.errors import PmsSyncError
+from connector.errors import AuthenticationError, PmsSyncError
 from connector.plan import Force, Plan
 from connector.push import OUTCOMES
 from connector.secrets import mask_text
@@ -99,6 +100,7 @@ _release_units_option = click.option(
 @_only_option
 @_release_units_option
 @_snapshot_option
+@open_api_options
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -113,13 +115,21 @@ def plan_command(
     release_units: bool,
     snapshot: Path | None,
     out: Path | None,
+    client_id: str | None,
+    client_secret: str | None,
+    openapi_url: str | None,
 ) -> None:
     """Show what `sync` would send for MAPPING, without sending or writing anything."""
     from connector.pipeline import plan_sync
     from connector.plan_file import plan_to_file
 
     with _errors_to_exit(as_json):
-        settings = load_settings(snapshot=snapshot)
+        settings = load_settings(
+            snapshot=snapshot,
+            client_id=client_id,
+            client_secret=client_secret,
+            openapi_url=openapi_url,
+        )
         force = _force(full_resync, only)
         if out is None:
             plan = plan_sync(mapping, settings, force=force, release_units_with_stays=release_units)
@@ -178,6 +188,13 @@ def plan_command(
     metavar="SECONDS",
     help="Start no change after this many seconds; the rest stay planned for the next run.",
 )
+@open_api_options
+@click.option(
+    "--update-sub-units/--no-update-sub-units",
+    default=None,
+    help="updateSubUnits of property deactivations and reactivations "
+    "[env PMS_SYNC_UPDATE_SUB_UNITS; default true].",
+)
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -193,6 +210,10 @@ def sync_command(
     rate_limits: str | None,
     max_requests: int | None,
     max_duration: float | None,
+    client_id: str | None,
+    client_secret: str | None,
+    openapi_url: str | None,
+    update_sub_units: bool | None,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -204,6 +225,10 @@ def sync_command(
             concurrency=concurrency,
             rate_limit=rate_limit,
             rate_limits=rate_limits,
+            client_id=client_id,
+            client_secret=client_secret,
+            openapi_url=openapi_url,
+            update_sub_units=update_sub_units,
         )
         budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
         settings = replace(settings, push=replace(settings.push, budget=budget))
@@ -231,6 +256,8 @@ def exit_code(report: Any) -> int:
     if report.push.dry_run:
         return EXIT_OK
     if not report.push.complete or report.push.disagreements:
+        return EXIT_INCOMPLETE
+    if report.accounts.properties.incomplete:
         return EXIT_INCOMPLETE
     return EXIT_OK
 
@@ -266,6 +293,7 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
 )
 @_allow_mass_change_option
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
+@open_api_options
 def apply_command(
     plan_file: Path,
     as_json: bool,
@@ -273,12 +301,21 @@ def apply_command(
     snapshot: Path | None,
     allow_mass_change: bool,
     concurrency: int | None,
+    client_id: str | None,
+    client_secret: str | None,
+    openapi_url: str | None,
 ) -> None:
     """Send exactly the plan in PLAN_FILE (from `plan --out`); refused if the snapshot changed."""
     from connector.plan_file import apply_plan_file
 
     with _errors_to_exit(as_json):
-        settings = load_settings(base_url=base_url, concurrency=concurrency)
+        settings = load_settings(
+            base_url=base_url,
+            concurrency=concurrency,
+            client_id=client_id,
+            client_secret=client_secret,
+            openapi_url=openapi_url,
+        )
         report = apply_plan_file(
             plan_file, settings, allow_mass_change=allow_mass_change, snapshot_path=snapshot
         )
@@ -372,6 +409,7 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
         )
     if document["throttled"]:
         click.echo(f"{document['throttled']} request(s) answered 429 (rate limited) and retried")
+    _print_accounts(document)
     for account, message in document["stopped_accounts"].items():
         click.secho(f"account {account} stopped: {message}", fg="red", err=True)
     for problem in document["problems"]:
@@ -420,6 +458,39 @@ def _print_quarantine(counts: dict[str, int], sample: list[dict[str, Any]], as_j
         click.echo("  … `pms-sync validate MAPPING` lists every problem", err=as_json)
 
 
+def _print_accounts(document: dict[str, Any]) -> None:
+    """Account discovery, token renewals and property changes of the run, if any."""
+    discovery = document["accounts_discovery"]
+    if discovery["open_api_client"]:
+        api = discovery["open_api"]
+        click.echo(
+            f"accounts: {discovery['resolved']} resolved by external id, "
+            f"{len(discovery['unknown_external_ids'])} unknown; Open API requests "
+            f"{api['requests']} (pages {api['pages']}, lookups {api['lookups']}, cached "
+            f"{api['cache_hits']})"
+        )
+    if document["token_renewals"] or document["retried_after_renewal"]:
+        click.echo(
+            f"account tokens renewed: {document['token_renewals']} "
+            f"({discovery['renewed_after_401']} after a 401; "
+            f"{document['retried_after_renewal']} request(s) sent again)"
+        )
+    for external_id, rows in discovery["unknown_external_ids"].items():
+        click.secho(
+            f"external id {external_id!r}: no account of the Open API client has it; "
+            f"{rows} row(s) quarantined",
+            fg="yellow",
+            err=True,
+        )
+    for change in document["properties"]["changes"]:
+        click.secho(
+            f"property {change['account_id']}: {change['action']} {change['outcome']}"
+            + (f" ({change['message']})" if change["message"] else ""),
+            fg="green" if change["outcome"] == "applied" else "yellow",
+            err=change["outcome"] != "applied",
+        )
+
+
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     if not enabled:
@@ -452,7 +523,9 @@ def _errors_to_exit(as_json: bool = False) -> Iterator[None]:
         yield
     except PmsSyncError as error:
         message = mask_text(str(error))
+        # The Open API refused the client's credentials (account discovery): an auth problem.
+        code = EXIT_AUTHENTICATION if isinstance(error, AuthenticationError) else EXIT_ERROR
         if as_json:
-            click.echo(json_error(message, EXIT_ERROR))
+            click.echo(json_error(message, code))
         click.secho(f"error: {message}", fg="red", err=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(code)

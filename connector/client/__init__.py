@@ -40,7 +40,7 @@ from connector.client._openapi import (
 from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._shared import limiter_key, load_shared_state, save_shared_state
 from connector.client._sync import Delivery, SyncAttempts
-from connector.client._tokens import AccountTokens
+from connector.client._tokens import AccountTokens, TokenSource
 
 __all__ = [
     "COUNT_MEMBERS",
@@ -64,6 +64,7 @@ __all__ = [
     "TokenBucket",
     "TokenCache",
     "TokenPlacement",
+    "TokenSource",
     "Transport",
     "Unlimited",
     "Window",

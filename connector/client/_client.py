@@ -39,7 +39,7 @@ from connector.client._config import (
 )
 from connector.client._limiter import RateLimiter, WindowLimiter, limiter_for
 from connector.client._sync import Delivery, SyncAttempts
-from connector.client._tokens import AccountTokens
+from connector.client._tokens import TokenSource
 from connector.contract import SYNC_PATHS, Entity, SyncEvent
 from connector.errors import ServiceError
 from connector.secrets import mask_text, sensitive_values
@@ -164,7 +164,7 @@ class ServiceClient:
     def __init__(
         self,
         config: ClientConfig,
-        tokens: AccountTokens,
+        tokens: TokenSource,
         *,
         limiter: RateLimiter | None = None,
     ) -> None:
@@ -174,6 +174,7 @@ class ServiceClient:
         self._shared_limiter = limiter
         self.limiters: dict[str, RateLimiter] = {}
         self.throttled = 0  # 429 answers received
+        self.retried_after_renewal = 0  # requests sent again after a 401 renewed their token
         self._poster: _Poster | None = None
 
     def limiter_of(self, token: str) -> RateLimiter:
@@ -199,6 +200,7 @@ class ServiceClient:
         return found
 
     async def __aenter__(self) -> ServiceClient:
+        await self.tokens.open()
         if self.config.transport == Transport.AIOHTTP:
             self._poster = _AiohttpPoster(self.config)
         else:
@@ -214,6 +216,7 @@ class ServiceClient:
         if self._poster is not None:
             await self._poster.aclose()
             self._poster = None
+        await self.tokens.close()
 
     @property
     def poster(self) -> _Poster:
@@ -224,23 +227,55 @@ class ServiceClient:
     async def send_record(
         self, entity: Entity, account_id: str, event: SyncEvent, payload: str
     ) -> SyncAttempts:
-        """POST one resource (canonical JSON) to its sync webhook, retrying transient failures."""
-        token = self.tokens.for_account(account_id)
+        """POST one resource (canonical JSON) to its sync webhook, retrying transient failures.
+
+        A 401 with a token the token source can renew (an account-level token discovered
+        through the Open API that expired) costs one renewal and one more try of the request
+        before the account is given up.
+        """
+        token = await self.tokens.token_for(account_id)
         if not token:
             return SyncAttempts(
                 Delivery.UNAUTHORIZED,
                 None,
-                f"no token configured for account {account_id!r}: set PMS_SYNC_TOKEN or add "
-                f"the account to the tokens file (PMS_SYNC_TOKENS_FILE)",
+                f"no token for account {account_id!r}: {self.tokens.missing_hint(account_id)}",
             )
+        outcome = await self._send_with_token(token, entity, account_id, event, payload)
+        if outcome.delivery != Delivery.UNAUTHORIZED:
+            return outcome
+        renewed = await self.tokens.renew(account_id, token)
+        if not renewed or renewed == token:
+            return outcome
+        self.retried_after_renewal += 1
+        # The refused attempt stored nothing (401), but one before it may have.
+        retried = await self._send_with_token(
+            renewed, entity, account_id, event, payload, maybe_stored=outcome.answer_lost_before
+        )
+        retried.attempts += outcome.attempts
+        retried.request_ids[:0] = outcome.request_ids
+        retried.unconfirmed_answers += outcome.unconfirmed_answers
+        if retried.delivery == Delivery.UNAUTHORIZED:
+            retried.message = f"{retried.message} (a renewed account token was refused too)"
+        return retried
+
+    async def _send_with_token(
+        self,
+        token: str,
+        entity: Entity,
+        account_id: str,
+        event: SyncEvent,
+        payload: str,
+        *,
+        maybe_stored: bool = False,
+    ) -> SyncAttempts:
         body = _envelope(entity, account_id, event, payload, token, self.config.token_placement)
         headers = _auth_headers(token, self.config.token_placement)
         outcome = SyncAttempts(Delivery.UNDELIVERED, None, "")
         retry = self.config.retry
         limiter = self.limiter_of(token)
-        # Whether an attempt so far may have been stored without an answer the client could
-        # read: a later "skipped" or "already known" is then explained (connector/push.py).
-        maybe_stored = False
+        # ``maybe_stored``: whether an attempt so far may have been stored without an answer the
+        # client could read: a later "skipped" or "already known" is then explained
+        # (connector/push.py).
         for attempt in range(1, retry.max_attempts + 1):
             ticket = await limiter.acquire()
             outcome.attempts = attempt

@@ -3,8 +3,11 @@ accounts with pagination, guest links, property status and outgoing-webhook conf
 
 The spec advises persisting and renewing tokens rather than requesting one per call (to stay
 under the rate limits), so a token lives in a small JSON file (mode 0600, folders created 0700:
-:mod:`connector.private_files`) keyed by service
-and client id, and is renewed ``renew_margin`` seconds before it expires, or once after a 401.
+:mod:`connector.private_files`) keyed by service and client id, shared by every process of the
+deployment, and is renewed ``renew_margin`` seconds (at most a quarter of its lifetime) before it
+expires, or once after a 401. Every request, token requests included, waits for the client's
+rate limiter (the documented 15/s, 120/min, 5,000/h for a remote service; the service's
+``X-RateLimit-*`` headers are adopted either way).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 import httpx
 
 from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, open_http
-from connector.client._config import ClientConfig, parse_retry_after
+from connector.client._config import ClientConfig, effective_windows, parse_retry_after
+from connector.client._limiter import RateLimiter, limiter_for
 from connector.contract import (
     AccommodationStatus,
     Account,
@@ -60,11 +64,15 @@ class ClientCredentials:
 class CachedToken:
     access_token: str
     expires_at: float  # epoch seconds
+    lifetime_s: float | None = None  # expires_in when issued (unknown for older cache entries)
 
     def __post_init__(self) -> None:
         register_secret(self.access_token)  # issued or read from the cache: masked from now on
 
     def fresh(self, margin: float) -> bool:
+        # A short-lived token is not renewed at once: at most a quarter of its lifetime early.
+        if self.lifetime_s is not None:
+            margin = min(margin, self.lifetime_s / 4)
         return self.expires_at - margin > time.time()
 
 
@@ -88,7 +96,12 @@ class TokenCache:
         if not isinstance(entry, dict):
             return None
         try:
-            return CachedToken(str(entry["access_token"]), float(entry["expires_at"]))
+            lifetime = entry.get("lifetime_s")
+            return CachedToken(
+                str(entry["access_token"]),
+                float(entry["expires_at"]),
+                float(lifetime) if lifetime is not None else None,
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -96,7 +109,11 @@ class TokenCache:
         if self.path is None:
             return
         content = self._load()
-        content[key] = {"access_token": token.access_token, "expires_at": token.expires_at}
+        content[key] = {
+            "access_token": token.access_token,
+            "expires_at": token.expires_at,
+            "lifetime_s": token.lifetime_s,
+        }
         # The file holds credentials: owner-only file (0600) in an owner-only folder (0700).
         write_private(self.path, json.dumps(content).encode())
 
@@ -111,15 +128,21 @@ class OpenApiClient:
         *,
         cache_path: Path | None = None,
         renew_margin: float = 60.0,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.config = config
         self.credentials = credentials
         self.cache = TokenCache(cache_path)
         self.renew_margin = renew_margin
+        # The service limits each Open API client: one limiter for every request of it.
+        self.limiter = limiter or limiter_for(config.rate_limit, effective_windows(config))
         self._http: httpx.AsyncClient | None = None
         self._token: CachedToken | None = None
         self._token_lock = asyncio.Lock()
         self.token_requests = 0  # how many tokens this client asked for
+        self.requests = 0  # HTTP requests sent, token requests and retries included
+        self.throttled = 0  # 429 answers
+        self.last_request_id: str | None = None  # x-request-id of the last answer
 
     async def __aenter__(self) -> OpenApiClient:
         self._http = open_http(self.config)
@@ -160,7 +183,9 @@ class OpenApiClient:
             )
             self.token_requests += 1
             issued = TokenResponse.model_validate(response.json())
-            self._token = CachedToken(issued.access_token, time.time() + issued.expires_in)
+            self._token = CachedToken(
+                issued.access_token, time.time() + issued.expires_in, float(issued.expires_in)
+            )
             self.cache.put(self._cache_key, self._token)
             return issued.access_token
 
@@ -252,17 +277,27 @@ class OpenApiClient:
         retry = self.config.retry
         for attempt in range(1, retry.max_attempts + 1):
             retry_after: float | None = None
+            ticket = await self.limiter.acquire()
+            self.requests += 1
             try:
-                response = await self._http.request(method, path, headers=headers, **kwargs)
+                try:
+                    response = await self._http.request(method, path, headers=headers, **kwargs)
+                finally:
+                    self.limiter.done(ticket)
             except _TRANSIENT_ERRORS as error:
                 failure: ServiceError = ServiceError(f"{method} {path}: {type(error).__name__}")
             else:
+                self.limiter.observe(response.headers, ticket)
+                self.last_request_id = response.headers.get(REQUEST_ID_HEADER)
                 if response.is_success:
                     return response
                 failure = _error_of(method, path, response)
                 if response.status_code != 429 and response.status_code < 500:
                     raise failure
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
+                if response.status_code == 429:
+                    self.throttled += 1
+                    self.limiter.throttled(retry_after)
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         raise failure

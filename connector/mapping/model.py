@@ -32,6 +32,7 @@ from connector.mapping.expressions import (
     ExprLike,
     Scalar,
     StrictModel,
+    _expression_kind,
     as_expression,
 )
 
@@ -261,15 +262,44 @@ def fields_model(contract: type[BaseModel]) -> type[BaseModel]:
     return create_model(f"{contract.__name__}Fields", __base__=StrictModel, **definitions)
 
 
+# ------------------------------------------------------------------------------- accounts
+
+
+class AccountExpression(Expression):
+    """The account of each record: any expression, and what its value names."""
+
+    external_id: bool = Field(
+        default=False,
+        description="The value is the account's external id on the service (its externalId in "
+        "the Open API's accounts), not its account id: pms-sync looks the account id and token "
+        "up through the Open API client (PMS_SYNC_CLIENT_ID). Rows whose external id matches no "
+        "account of the client are quarantined; every other account goes on.",
+    )
+
+
+AccountLike = Annotated[
+    Annotated[str, Tag("column")]
+    | Annotated[bool | int | float, Tag("constant")]
+    | Annotated[AccountExpression, Tag("expression")],
+    Discriminator(_expression_kind),
+    Field(
+        description="The account (service accountId) of each record: a column name, a constant, "
+        "or an expression; with `external_id: true` its value is the account's external id, "
+        "e.g. {column: hotel_code, external_id: true}."
+    ),
+]
+"""What an ``account:`` member accepts."""
+
+
 # ------------------------------------------------------------------------------- entities
 
 
 class EntityMappingBase(StrictModel):
     input: str = Field(description="The input whose rows make the records.")
-    account: ExprLike | None = Field(
+    account: AccountLike | None = Field(
         default=None,
         description="Account of each record (overrides the top-level account), e.g. "
-        "{column: hotel, lookup: hotel_accounts}.",
+        "{column: hotel, lookup: hotel_accounts} or {column: hotel_code, external_id: true}.",
     )
     joins: list[Join] = Field(default_factory=list)
     filter: list[Condition] = Field(default_factory=list, description="Rows kept (all hold).")
@@ -413,10 +443,12 @@ class Mapping(StrictModel):
     name: str | None = Field(
         default=None, description="Name of the connection; defaults to the file name."
     )
-    account: ExprLike | None = Field(
+    account: AccountLike | None = Field(
         default=None,
         description="Account (service accountId) of every record unless an entity says "
-        "otherwise: a constant such as {constant: demo} or a column through a lookup.",
+        "otherwise: a constant such as {constant: demo}, a column through a lookup, or a "
+        "column of external ids resolved through the Open API "
+        "({column: hotel_code, external_id: true}).",
     )
     inputs: dict[str, InputSpec] = Field(min_length=1)
     lookups: dict[str, dict[str, Scalar | None]] = Field(
@@ -468,6 +500,10 @@ class Mapping(StrictModel):
     def account_for(self, entity: Entity) -> Expression:
         spec = self.entities[entity]
         return as_expression(spec.account if spec.account is not None else self.account)
+
+    def account_is_external_id(self, entity: Entity) -> bool:
+        """Whether the entity's account member gives external ids (``external_id: true``)."""
+        return bool(getattr(self.account_for(entity), "external_id", False))
 
     def line_of(self, path: tuple[str | int, ...]) -> int | None:
         """The line of the deepest member of ``path`` that the file has."""

@@ -103,11 +103,17 @@ def _reset(state: SandboxState) -> Handler:
 
 def _health(state: SandboxState) -> Handler:
     async def health(_request: Request) -> Response:
+        properties = state.store.property_statuses()
         return JSONResponse(
             {
                 "status": "ok",
                 "accounts": [account.id for account in state.config.accounts],
                 "records": state.store.counts(),
+                # Properties deactivated through PUT /properties/{account id}: their units
+                # read as inactive (GET /_sandbox/records: propertyStatus).
+                "inactiveProperties": sorted(
+                    account for account, status in properties.items() if status == "INACTIVE"
+                ),
             }
         )
 

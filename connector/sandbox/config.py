@@ -64,11 +64,59 @@ class ClientConfig(_ConfigModel):
     client_secret: str = Field(min_length=1)
     accounts: list[str] = Field(min_length=1, description="Ids of the accounts in scope.")
     token_lifetime_s: int = Field(default=3600, ge=1)
+    account_token_lifetime_s: int | None = Field(
+        default=None,
+        ge=1,
+        description="Lifetime of the account-level tokens the externalId lookup hands out "
+        "(expires_in); default: token_lifetime_s.",
+    )
+
+    @property
+    def account_token_lifetime(self) -> int:
+        return self.account_token_lifetime_s or self.token_lifetime_s
+
+
+class GeneratedAccounts(_ConfigModel):
+    """Many accounts under one multi-account Open API client, generated rather than listed:
+    ``<id_prefix>-001``… with external ids ``<external_id_prefix>-001``… and names
+    ``Hotel 001``…, as a PMS vendor's connection of dozens or hundreds of hotels."""
+
+    count: int = Field(ge=1, le=100_000)
+    client_id: str = Field(default="many-client", min_length=1)
+    client_secret: str = Field(default="many-secret", min_length=1)
+    id_prefix: str = Field(default="acc", min_length=1)
+    external_id_prefix: str = Field(default="HOTEL", min_length=1)
+    token_lifetime_s: int = Field(default=3600, ge=1)
+    account_token_lifetime_s: int | None = Field(default=None, ge=1)
+
+    def accounts(self) -> list[AccountConfig]:
+        width = max(3, len(str(self.count)))
+        return [
+            AccountConfig(
+                id=f"{self.id_prefix}-{n:0{width}d}",
+                name=f"Hotel {n:0{width}d}",
+                externalId=f"{self.external_id_prefix}-{n:0{width}d}",
+            )
+            for n in range(1, self.count + 1)
+        ]
+
+    def client(self) -> ClientConfig:
+        return ClientConfig(
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            accounts=[account.id for account in self.accounts()],
+            token_lifetime_s=self.token_lifetime_s,
+            account_token_lifetime_s=self.account_token_lifetime_s,
+        )
 
 
 class SandboxConfig(_ConfigModel):
     accounts: list[AccountConfig] = Field(min_length=1)
     clients: list[ClientConfig] = Field(default_factory=list)
+    generated_accounts: GeneratedAccounts | None = Field(
+        default=None,
+        description="Add many accounts under one multi-account client (see GeneratedAccounts).",
+    )
     faults: FaultSettings = Field(default_factory=FaultSettings)
     rate_limits: dict[str, RateLimit] = Field(
         default_factory=dict,
@@ -95,6 +143,29 @@ class SandboxConfig(_ConfigModel):
     def is_demo(self) -> bool:
         """The public demo setup, whose credentials may be printed."""
         return self._is_demo
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_generated_accounts(cls, data: object) -> object:
+        # Expanded once, into the ordinary lists: the rest of the sandbox knows no difference.
+        if not isinstance(data, dict) or not data.get("generated_accounts"):
+            return data
+        generated = GeneratedAccounts.model_validate(data["generated_accounts"])
+        accounts = [
+            item.model_dump() if isinstance(item, AccountConfig) else item
+            for item in data.get("accounts") or []
+        ]
+        known = {item.get("id") for item in accounts if isinstance(item, dict)}
+        accounts += [a.model_dump() for a in generated.accounts() if a.id not in known]
+        clients = [
+            item.model_dump() if isinstance(item, ClientConfig) else item
+            for item in data.get("clients") or []
+        ]
+        if not any(
+            isinstance(c, dict) and c.get("client_id") == generated.client_id for c in clients
+        ):
+            clients.append(generated.client().model_dump())
+        return {**data, "accounts": accounts, "clients": clients, "generated_accounts": None}
 
     @model_validator(mode="after")
     def _references_known_accounts(self) -> Self:
@@ -138,6 +209,26 @@ class SandboxConfig(_ConfigModel):
         )
         config._is_demo = True
         return config
+
+    def with_generated_accounts(self, generated: GeneratedAccounts) -> SandboxConfig:
+        """This config plus ``generated``'s accounts and client (``--many-accounts``)."""
+        return SandboxConfig.model_validate(
+            {**self.model_dump(), "generated_accounts": generated.model_dump()}
+        ).keeping_demo(self)
+
+    def with_token_lifetime(self, seconds: int) -> SandboxConfig:
+        """Every client's tokens, client and account-level, live ``seconds`` (``--token-lifetime``)."""
+        clients = [
+            client.model_copy(
+                update={"token_lifetime_s": seconds, "account_token_lifetime_s": seconds}
+            )
+            for client in self.clients
+        ]
+        return self.model_copy(update={"clients": clients}).keeping_demo(self)
+
+    def keeping_demo(self, original: SandboxConfig) -> SandboxConfig:
+        self._is_demo = original._is_demo
+        return self
 
     def with_admin_token(self, token: str) -> SandboxConfig:
         """This config with ``token`` as its admin token (a command-line or environment value

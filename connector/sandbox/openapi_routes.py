@@ -219,13 +219,16 @@ def _pagination(page: int, page_size: int, total: int) -> dict[str, Any]:
 
 
 def _account_level_token(state: SandboxState, token: AccessToken, account_id: str) -> AccessToken:
-    """The account's token for this client: reused while valid, so lookups do not pile up."""
+    """The account's token for this client: reused while more than half of its lifetime is
+    left, so repeated lookups do not pile up tokens; after that a lookup hands out a new one
+    (a client renewing a token near its expiry gets a fresh one; the old one stays valid
+    until it expires)."""
     now = time.time()
-    existing = state.store.account_level_token(token.client_id, account_id, now)
-    if existing is not None:
-        return existing
     client = state.config.client(token.client_id)
-    lifetime = client.token_lifetime_s if client else 3600
+    lifetime = client.account_token_lifetime if client else 3600
+    existing = state.store.account_level_token(token.client_id, account_id, now)
+    if existing is not None and existing.expires_at - now > lifetime / 2:
+        return existing
     issued = AccessToken(
         token=secrets.token_urlsafe(32),
         client_id=token.client_id,
@@ -264,7 +267,9 @@ def _accounts_endpoint(state: SandboxState) -> Handler:
                 "externalId": match.externalId,
                 "id": match.id,
                 "token": account_token.token,
-                "expires_in": max(int(account_token.expires_at - time.time()), 0),
+                # Rounded, not truncated: a token just issued reports its full lifetime.
+                # Rounded, not truncated: a token just issued reports its whole lifetime.
+                "expires_in": max(round(account_token.expires_at - time.time()), 0),
             }
             return JSONResponse({"data": [item], "pagination": _pagination(1, page_size, 1)})
         window = accounts[(page - 1) * page_size : page * page_size]
@@ -353,6 +358,15 @@ def _property_endpoint(state: SandboxState) -> Handler:
             update = validate_json_body(PropertyStatusUpdate, await request.body())
         except ValidationError as error:
             return api_error(400, "invalid_request", describe_validation_error(error))
+        property_id = request.path_params["id"]
+        if property_id in token.account_ids:
+            # The property is the account (a hotel): its sub-units are all its accommodations.
+            units = state.store.set_property_status(
+                property_id, update.status.value, include_sub_units=raw_flag == "true"
+            )
+            return JSONResponse(
+                {"id": property_id, "status": update.status.value, "updatedSubUnits": units}
+            )
         found = _one_record(
             state, token, Entity.ACCOMMODATION, request.path_params["id"], "property"
         )

@@ -115,6 +115,10 @@ def build_server(
     )
 
 
+BANNER_ACCOUNTS = 10
+"""Accounts listed one by one at start; a generated connection of hundreds is summarised."""
+
+
 def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str:
     """What the sandbox prints at start. Configured secrets are masked; the demo's are public."""
 
@@ -122,16 +126,26 @@ def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str
         return secret if config.is_demo else MASK
 
     lines = [f"pms-sync sandbox listening on {base_url}", f"data: {data_path.resolve()}"]
-    for account in config.accounts:
+    for account in config.accounts[:BANNER_ACCOUNTS]:
         tokens = ", ".join(shown(token) for token in account.sync_tokens) or "(none)"
         lines.append(
             f"account {account.id!r} ({account.name}, externalId {account.externalId!r}): "
             f"sync token {tokens}"
         )
+    if len(config.accounts) > BANNER_ACCOUNTS:
+        lines.append(f"… and {len(config.accounts) - BANNER_ACCOUNTS} more accounts")
     for client in config.clients:
+        scope = (
+            ", ".join(client.accounts)
+            if len(client.accounts) <= BANNER_ACCOUNTS
+            else f"{client.accounts[0]} … {client.accounts[-1]} ({len(client.accounts)})"
+        )
+        lifetime = f"tokens {client.token_lifetime_s} s"
+        if client.account_token_lifetime != client.token_lifetime_s:
+            lifetime += f", account tokens {client.account_token_lifetime} s"
         lines.append(
             f"Open API client {client.client_id!r} / secret {shown(client.client_secret)}: "
-            f"accounts {', '.join(client.accounts)}"
+            f"accounts {scope} ({lifetime})"
         )
     if config.faults.is_active:
         lines.append(f"faults: {config.faults.model_dump(exclude_defaults=True)}")

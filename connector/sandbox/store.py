@@ -46,6 +46,11 @@ CREATE TABLE IF NOT EXISTS access_tokens (
     account_level INTEGER NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS properties (
+    account_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS webhooks (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -82,6 +87,7 @@ class StoredRecord:
     last_event: str
     created_at: str
     updated_at: str
+    property_status: str = "ACTIVE"  # of the record's account (PUT /properties/{account id})
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +102,7 @@ class StoredRecord:
             "lastEvent": self.last_event,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
+            "propertyStatus": self.property_status,
         }
 
 
@@ -119,6 +126,12 @@ def _now() -> str:
 _RECORD_COLUMNS = (
     "account_id, entity, id, service_id, payload, first_seq, last_seq, writes, last_event, "
     "created_at, updated_at"
+)
+# Stored records as read: the columns plus the status of their account's property.
+_RECORD_SELECT = (
+    "SELECT records.account_id, entity, id, service_id, payload, first_seq, last_seq, writes,"
+    " last_event, created_at, records.updated_at, coalesce(properties.status, 'ACTIVE')"
+    " FROM records LEFT JOIN properties USING (account_id)"
 )
 
 
@@ -217,9 +230,10 @@ class SandboxStore:
     ) -> list[StoredRecord]:
         """Stored records, oldest first; ``limit``/``offset`` page through large stores."""
         where, params = self._filter(account_id, entity)
+        where = where.replace("account_id = ?", "records.account_id = ?")
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY first_seq LIMIT ? OFFSET ?",
+                f"{_RECORD_SELECT}{where} ORDER BY first_seq LIMIT ? OFFSET ?",
                 (*params, -1 if limit is None else limit, offset),
             ).fetchall()
         return [StoredRecord(*row) for row in rows]
@@ -237,8 +251,9 @@ class SandboxStore:
         marks = ", ".join("?" for _ in account_ids)
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE entity = ?"
-                f" AND account_id IN ({marks}) AND (id = ? OR service_id = ?) ORDER BY first_seq",
+                f"{_RECORD_SELECT} WHERE entity = ?"
+                f" AND records.account_id IN ({marks}) AND (id = ? OR service_id = ?)"
+                " ORDER BY first_seq",
                 (entity, *account_ids, key, key),
             ).fetchall()
         return [StoredRecord(*row) for row in rows]
@@ -284,6 +299,44 @@ class SandboxStore:
                     (canonical_json(resource), now, target.account_id, target.entity, record_id),
                 )
         return len(targets) - 1
+
+    def set_property_status(self, account_id: str, status: str, *, include_sub_units: bool) -> int:
+        """Set the status of an account's property (and of all its units); the number of units.
+
+        The property is the account (a hotel); its sub-units are all of its accommodations.
+        Like a unit's status change, the units' stored resources get the status, their sync
+        bookkeeping does not change.
+        """
+        with self._lock, self._db:
+            now = _now()
+            self._db.execute(
+                "INSERT INTO properties VALUES (?, ?, ?) ON CONFLICT (account_id) DO UPDATE SET"
+                " status = excluded.status, updated_at = excluded.updated_at",
+                (account_id, status, now),
+            )
+            if not include_sub_units:
+                return 0
+            rows = self._db.execute(
+                "SELECT id, payload FROM records WHERE account_id = ? AND entity = 'accommodation'",
+                (account_id,),
+            ).fetchall()
+            for record_id, payload in rows:
+                resource = json.loads(payload)
+                resource["status"] = status
+                self._db.execute(
+                    "UPDATE records SET payload = ?, updated_at = ?"
+                    " WHERE account_id = ? AND entity = 'accommodation' AND id = ?",
+                    (canonical_json(resource), now, account_id, record_id),
+                )
+        return len(rows)
+
+    def property_statuses(self) -> dict[str, str]:
+        """Account id → status of every property whose status was ever set."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT account_id, status FROM properties ORDER BY account_id"
+            ).fetchall()
+        return {account_id: status for account_id, status in rows}
 
     # -- access tokens ------------------------------------------------------------------------
 
@@ -374,10 +427,12 @@ class SandboxStore:
     # -- admin --------------------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Forget records and webhook configurations; issued access tokens stay valid."""
+        """Forget records, webhook configurations and property statuses; issued access tokens
+        stay valid."""
         with self._lock, self._db:
             self._db.execute("DELETE FROM records")
             self._db.execute("DELETE FROM webhooks")
+            self._db.execute("DELETE FROM properties")
         # The sequence is not rewound: within a server's life it only ever grows.
 
     def counts(self) -> dict[str, int]:

@@ -1,12 +1,15 @@
 """The inbound sync webhooks (spec §4.1, §4.2): validate, authorise, upsert, count.
 
 Order of checks: the token (401), the body (400), then whether the token may write to the
-envelope's accountId (403). Every error body is a plain string (spec §7).
+envelope's accountId (403). Every error body is a plain string (spec §7). A token is a sync
+token of the config, or an account-level access token from the Open API's accounts lookup
+(spec §5.4), valid for its one account until it expires.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
@@ -68,6 +71,17 @@ def _reservation_response(outcome: WriteOutcome, reservation: Reservation) -> di
     }
 
 
+def _account_token_scope(state: SandboxState, token: str) -> tuple[frozenset[str], str | None]:
+    """The account an account-level access token (from the accounts lookup, spec §5.4) may
+    write to, or why it may not: unknown, expired, or not an account's token."""
+    access = state.store.access_token(token)
+    if access is None or not access.account_level:
+        return frozenset(), "Invalid authorization token"
+    if access.expires_at <= time.time():
+        return frozenset(), "Authorization token expired: look the account up again for a new one"
+    return frozenset(access.account_ids), None
+
+
 def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Awaitable[Response]]:
     envelope_model = ENVELOPES[entity]
 
@@ -82,7 +96,9 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
             )
         allowed_accounts = state.sync_token_accounts.get(token)
         if allowed_accounts is None:
-            return plain_error(401, "Invalid authorization token")
+            allowed_accounts, problem = _account_token_scope(state, token)
+            if problem is not None:
+                return plain_error(401, problem)
         limit = state.rate_limiter.check(token)
         if not limit.allowed:
             return plain_error(

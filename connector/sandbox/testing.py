@@ -28,6 +28,7 @@ from connector.sandbox.config import (
     DEMO_SYNC_TOKEN,
     AccountConfig,
     ClientConfig,
+    GeneratedAccounts,
     SandboxConfig,
     load_config,
 )
@@ -37,6 +38,8 @@ LOOPBACK = "127.0.0.1"
 MULTI_CLIENT_ID = "multi-client"
 MULTI_CLIENT_SECRET = "multi-secret"
 SHARED_SYNC_TOKEN = "group-token"
+MANY_CLIENT_ID = "many-client"
+MANY_CLIENT_SECRET = "many-secret"
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
@@ -157,6 +160,26 @@ def multi_account_config() -> SandboxConfig:
             ),
         ],
     )
+
+
+def many_accounts_config(
+    count: int = 120,
+    *,
+    account_token_lifetime_s: int | None = None,
+    token_lifetime_s: int = 3600,
+) -> SandboxConfig:
+    """``multi_account_config`` plus ``count`` generated hotels (``acc-001``…, external ids
+    ``HOTEL-001``…, names ``Hotel 001``…) under one multi-account client, ``many-client`` /
+    ``many-secret``, whose account-level tokens live ``account_token_lifetime_s``. The hotels
+    have no sync token: only the tokens the accounts lookup hands out write to them."""
+    generated = GeneratedAccounts(
+        count=count,
+        client_id=MANY_CLIENT_ID,
+        client_secret=MANY_CLIENT_SECRET,
+        token_lifetime_s=token_lifetime_s,
+        account_token_lifetime_s=account_token_lifetime_s,
+    )
+    return multi_account_config().with_generated_accounts(generated)
 
 
 @contextlib.contextmanager

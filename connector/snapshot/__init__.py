@@ -10,6 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from connector.snapshot._accounts import (
+    DEFAULT_RENEW_MARGIN_S,
+    DiscoveredAccount,
+    PropertyState,
+    PropertyStatusRecord,
+)
 from connector.snapshot._duckdb import DuckDBSnapshot, validated_payloads
 from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
 from connector.snapshot._model import (
@@ -42,15 +48,19 @@ class Snapshot:
 
 
 __all__ = [
+    "DEFAULT_RENEW_MARGIN_S",
     "LATEST_VERSION",
     "MIGRATIONS",
     "Acknowledgement",
     "DiffRequest",
     "DiffResult",
+    "DiscoveredAccount",
     "DuckDBSnapshot",
     "Migration",
     "OnMissing",
     "PossiblyStored",
+    "PropertyState",
+    "PropertyStatusRecord",
     "RecordStatus",
     "Refusal",
     "RunCounts",

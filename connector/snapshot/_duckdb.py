@@ -25,6 +25,7 @@ from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationSta
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
+from connector.snapshot._accounts import AccountTables
 from connector.snapshot._migrations import LATEST_VERSION, migrate
 from connector.snapshot._model import (
     Acknowledgement,
@@ -172,8 +173,8 @@ ORDER BY ALL
 """
 
 
-class DuckDBSnapshot:
-    """A snapshot held in one DuckDB file."""
+class DuckDBSnapshot(AccountTables):
+    """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``)."""
 
     def __init__(
         self, connection: duckdb.DuckDBPyConnection, location: str, *, read_only: bool = False

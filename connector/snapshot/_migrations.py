@@ -166,6 +166,41 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        8,
+        "accounts discovered through the Open API, and property status",
+        (
+            # One row per account an Open API client's externalId lookup returned: the account
+            # id sync requests carry, and the account-level token with its expiry (epoch
+            # seconds). The token is a secret: the file is owner-only (0600). ``client_key`` is
+            # the Open API base URL and client id, so two clients never share an entry.
+            """
+            CREATE TABLE IF NOT EXISTS discovered_accounts (
+                client_key  VARCHAR NOT NULL,
+                external_id VARCHAR NOT NULL,
+                account_id  VARCHAR NOT NULL,
+                name        VARCHAR NOT NULL,
+                token       VARCHAR NOT NULL,
+                expires_at  DOUBLE NOT NULL,
+                fetched_at  DOUBLE NOT NULL,
+                PRIMARY KEY (client_key, external_id)
+            )
+            """,
+            # What pms-sync last told the service about a property (PUT /properties/{id}):
+            # ``inactive`` after an account left its connection's full export, ``active``
+            # once it came back. No row: never changed by pms-sync (active).
+            """
+            CREATE TABLE IF NOT EXISTS property_status (
+                account_id       VARCHAR PRIMARY KEY,
+                status           VARCHAR NOT NULL,   -- active | inactive
+                update_sub_units BOOLEAN NOT NULL,
+                changed_at       TIMESTAMP NOT NULL,
+                request_id       VARCHAR,
+                connection       VARCHAR
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import date
 from typing import Protocol
 
 import pandas as pd
 
 from connector.contract import Entity
+from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord
 from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
@@ -88,3 +90,27 @@ class SnapshotStore(Protocol):
     def unacknowledged_dead_letters(self, entity: Entity) -> pd.DataFrame: ...
 
     def fingerprint(self, accounts: Sequence[str]) -> str: ...
+
+    # The Open API (connector/accounts): discovered accounts and property status.
+
+    def discovered_accounts(self, client_key: str) -> list[DiscoveredAccount]:
+        """The accounts an Open API client's lookups returned, with their tokens."""
+        ...
+
+    def save_discovered_accounts(
+        self, client_key: str, accounts: Sequence[DiscoveredAccount]
+    ) -> None: ...
+
+    def forget_discovered_accounts(
+        self, client_key: str, external_ids: Collection[str]
+    ) -> None: ...
+
+    def property_statuses(self) -> dict[str, PropertyStatusRecord]: ...
+
+    def record_property_statuses(self, records: Sequence[PropertyStatusRecord]) -> None: ...
+
+    def accounts_of_connection(self, connection: str | None) -> pd.DataFrame: ...
+
+    def account_stays(self, accounts: Collection[str], today: date) -> pd.DataFrame: ...
+
+    def deactivated_units(self, accounts: Collection[str]) -> pd.DataFrame: ...

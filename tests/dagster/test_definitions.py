@@ -45,6 +45,7 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
             "mapped_reservations",
             "synced_accommodations",
             "synced_reservations",
+            "accounts",
         )
     }
     assert {graph.get(key).group_name for key in graph.get_all_asset_keys()} == {
@@ -68,6 +69,7 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
             ("synced_reservations", "count_anomalies"),
             ("synced_accommodations", "service_answers_agree"),
             ("synced_reservations", "service_answers_agree"),
+            ("accounts", "accounts_known"),
         )
     }
     hotel = dg.AssetKey(["hotel", "synced_reservations"])

@@ -354,6 +354,7 @@ def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the
     assert {key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
         "mapped_accommodations",
         "synced_accommodations",
+        "accounts",
     }
     tick = datetime(2026, 5, 14, 2, 0, tzinfo=UTC)
     with dg.build_schedule_context(scheduled_execution_time=tick) as context:

@@ -331,7 +331,7 @@ def test_records_carry_their_bookkeeping(clean_sandbox: SandboxHandle, http: htt
 
     assert set(record) == {
         "accountId", "entity", "id", "serviceId", "resource", "firstSeq", "lastSeq",
-        "writes", "lastEvent", "createdAt", "updatedAt",
+        "writes", "lastEvent", "createdAt", "updatedAt", "propertyStatus",
     }  # fmt: skip
     assert record["resource"]["unitReservations"][0]["id"] == "u1"
 
@@ -347,4 +347,5 @@ def test_health_names_accounts_and_record_counts(
         "status": "ok",
         "accounts": ["demo", "hotel-a", "hotel-b"],
         "records": {"reservation": 1},
+        "inactiveProperties": [],
     }

@@ -1,0 +1,234 @@
+"""The snapshot's memory of the Open API: accounts discovered by external id (with their
+account-level tokens) and the status pms-sync gave each property.
+
+Kept apart from the records: a mixin of the DuckDB backend, so the tables of migration 8 have
+their SQL in one place.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import date, datetime
+from enum import StrEnum
+
+import duckdb
+import pandas as pd
+
+from connector.contract import CANCELLED
+from connector.secrets import MASK, register_secret
+
+DEFAULT_RENEW_MARGIN_S = 60.0
+"""A token is renewed when less than this (or a quarter of its lifetime) is left."""
+
+
+@dataclass(frozen=True)
+class DiscoveredAccount:
+    """An account of an Open API client, found by its external id: the account id that sync
+    requests carry, and the account-level token the lookup handed out, with its expiry."""
+
+    external_id: str
+    account_id: str
+    name: str
+    token: str
+    expires_at: float  # epoch seconds
+    fetched_at: float  # epoch seconds
+
+    def __post_init__(self) -> None:
+        register_secret(self.token)  # masked in every sink from the moment it is known
+
+    def __repr__(self) -> str:  # never print a token
+        return (
+            f"DiscoveredAccount(external_id={self.external_id!r}, account_id={self.account_id!r},"
+            f" name={self.name!r}, token={MASK!r}, expires_at={self.expires_at})"
+        )
+
+    @property
+    def lifetime_s(self) -> float:
+        """The lifetime the token had when it was fetched."""
+        return max(self.expires_at - self.fetched_at, 0.0)
+
+    def expires_in(self, now: float | None = None) -> float:
+        return self.expires_at - (time.time() if now is None else now)
+
+    def due(self, now: float | None = None, margin_s: float = DEFAULT_RENEW_MARGIN_S) -> bool:
+        """Whether the token should be renewed before its next use: less than ``margin_s``
+        (at most a quarter of its lifetime, so a short-lived token is not renewed at once)
+        is left."""
+        margin = min(margin_s, self.lifetime_s / 4)
+        return self.expires_in(now) <= margin
+
+
+class PropertyState(StrEnum):
+    ACTIVE = "active"
+    INACTIVE = "inactive"
+
+
+@dataclass(frozen=True)
+class PropertyStatusRecord:
+    """What pms-sync last told the service about one property (an account)."""
+
+    account_id: str
+    status: PropertyState
+    update_sub_units: bool
+    changed_at: datetime
+    request_id: str | None = None
+    connection: str | None = None
+
+
+class AccountTables:
+    """Reads and writes of ``discovered_accounts`` and ``property_status`` (migration 8).
+
+    Mixed into the DuckDB backend, whose ``_query`` and ``_transaction`` it uses.
+    """
+
+    def _query(self, sql: str, params: list[object] | None = None) -> pd.DataFrame:
+        raise NotImplementedError  # provided by the backend
+
+    def _transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        raise NotImplementedError  # provided by the backend
+
+    # -- discovered accounts --------------------------------------------------------------
+
+    def discovered_accounts(self, client_key: str) -> list[DiscoveredAccount]:
+        rows = self._query(
+            "SELECT external_id, account_id, name, token, expires_at, fetched_at "
+            "FROM discovered_accounts WHERE client_key = ? ORDER BY external_id",
+            [client_key],
+        )
+        return [
+            DiscoveredAccount(
+                external_id=str(row.external_id),
+                account_id=str(row.account_id),
+                name=str(row.name),
+                token=str(row.token),
+                expires_at=float(row.expires_at),
+                fetched_at=float(row.fetched_at),
+            )
+            for row in rows.itertuples(index=False)
+        ]
+
+    def save_discovered_accounts(
+        self, client_key: str, accounts: Sequence[DiscoveredAccount]
+    ) -> None:
+        if not accounts:
+            return
+        frame = pd.DataFrame(
+            {
+                "external_id": [a.external_id for a in accounts],
+                "account_id": [a.account_id for a in accounts],
+                "name": [a.name for a in accounts],
+                "token": [a.token for a in accounts],
+                "expires_at": [float(a.expires_at) for a in accounts],
+                "fetched_at": [float(a.fetched_at) for a in accounts],
+            }
+        )
+        with self._transaction() as cursor:
+            cursor.register("discovered_frame", frame)
+            cursor.execute(
+                """
+                INSERT OR REPLACE INTO discovered_accounts
+                SELECT ?, external_id, account_id, name, token, expires_at, fetched_at
+                FROM discovered_frame
+                """,
+                [client_key],
+            )
+
+    def forget_discovered_accounts(self, client_key: str, external_ids: Collection[str]) -> None:
+        """Drop entries a lookup no longer finds (the account left the client's scope)."""
+        if not external_ids:
+            return
+        with self._transaction() as cursor:
+            cursor.execute(
+                "DELETE FROM discovered_accounts WHERE client_key = ? "
+                "AND list_contains(?, external_id)",
+                [client_key, sorted(external_ids)],
+            )
+
+    # -- property status ------------------------------------------------------------------
+
+    def property_statuses(self) -> dict[str, PropertyStatusRecord]:
+        rows = self._query("SELECT * FROM property_status ORDER BY account_id")
+        return {
+            str(row.account_id): PropertyStatusRecord(
+                account_id=str(row.account_id),
+                status=PropertyState(str(row.status)),
+                update_sub_units=bool(row.update_sub_units),
+                changed_at=pd.Timestamp(row.changed_at).to_pydatetime(),
+                request_id=None if pd.isna(row.request_id) else str(row.request_id),
+                connection=None if pd.isna(row.connection) else str(row.connection),
+            )
+            for row in rows.itertuples(index=False)
+        }
+
+    def record_property_statuses(self, records: Sequence[PropertyStatusRecord]) -> None:
+        if not records:
+            return
+        with self._transaction() as cursor:
+            cursor.executemany(
+                "INSERT OR REPLACE INTO property_status VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    [
+                        r.account_id,
+                        str(r.status),
+                        r.update_sub_units,
+                        r.changed_at,
+                        r.request_id,
+                        r.connection,
+                    ]
+                    for r in records
+                ],
+            )
+
+    def accounts_of_connection(self, connection: str | None) -> pd.DataFrame:
+        """Per account with accommodations this connection owns: ``units`` (acknowledged, not
+        deactivated) and ``shared`` (active units of the account another connection owns)."""
+        return self._query(
+            """
+            SELECT account_id,
+                   count(*) FILTER (WHERE connection IS NOT DISTINCT FROM $1
+                                    AND status <> 'deactivated') AS units,
+                   count(*) FILTER (WHERE connection IS DISTINCT FROM $1
+                                    AND status <> 'deactivated') AS shared
+            FROM acknowledged
+            WHERE entity = 'accommodation'
+            GROUP BY account_id
+            HAVING count(*) FILTER (WHERE connection IS NOT DISTINCT FROM $1) > 0
+            ORDER BY account_id
+            """,
+            [connection],
+        )
+
+    def account_stays(self, accounts: Collection[str], today: date) -> pd.DataFrame:
+        """Per account of ``accounts``: reservations the service holds (acknowledged, not
+        cancelled) with a stay ending today or later, and the last check-out."""
+        columns = ["account_id", "stays", "last_checkout"]
+        if not accounts:
+            return pd.DataFrame(columns=columns)
+        found = self._query(
+            """
+            SELECT account_id, count(*) AS stays, max(checkout) AS last_checkout
+            FROM acknowledged
+            WHERE entity = 'reservation' AND list_contains($1, account_id)
+              AND status <> 'cancelled' AND checkout >= $2
+              AND coalesce(json_extract_string(payload, '$.status'), '') <> $3
+            GROUP BY account_id ORDER BY account_id
+            """,
+            [sorted(accounts), today, CANCELLED],
+        )
+        found["last_checkout"] = pd.to_datetime(found["last_checkout"]).dt.date
+        return found.loc[:, columns]
+
+    def deactivated_units(self, accounts: Collection[str]) -> pd.DataFrame:
+        """Acknowledged accommodations of ``accounts`` that pms-sync deactivated, with the
+        payload it sent (``account_id, record_id, payload, content_hash``)."""
+        if not accounts:
+            return pd.DataFrame(columns=["account_id", "record_id", "payload", "content_hash"])
+        return self._query(
+            "SELECT account_id, record_id, payload, content_hash FROM acknowledged "
+            "WHERE entity = 'accommodation' AND status = 'deactivated' "
+            "AND list_contains(?, account_id) ORDER BY account_id, record_id",
+            [sorted(accounts)],
+        )
