@@ -83,6 +83,27 @@ _only_option = click.option(
     metavar="ID",
     help="Only these record ids, each re-sent (repeat the option or separate ids by commas).",
 )
+_refresh_option = click.option(
+    "--refresh",
+    metavar="SHARE",
+    help="Rolling refresh: re-send this share of the acknowledged, unchanged records after the "
+    "real changes, oldest acknowledgement first, e.g. 7d (every record within 7 runs), 15%, "
+    "off [env PMS_SYNC_REFRESH; default 7d for a remote service, off for the local sandbox].",
+)
+_refresh_max_option = click.option(
+    "--refresh-max",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Refresh requests per run at most [env PMS_SYNC_REFRESH_MAX; default the hourly "
+    "rate-limit window's limit, 5000 documented].",
+)
+_reconcile_option = click.option(
+    "--reconcile",
+    is_flag=True,
+    help="Full reconciliation: re-send every record acknowledged before the current pass "
+    "started, after the real changes and within the budget; the next --reconcile run resumes "
+    "where this one stopped.",
+)
 _release_units_option = click.option(
     "--allow-deactivation-with-stays",
     "release_units",
@@ -98,6 +119,14 @@ _release_units_option = click.option(
 @_full_resync_option
 @_only_option
 @_release_units_option
+@_refresh_option
+@_refresh_max_option
+@_reconcile_option
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="The service whose defaults apply (refresh, rate limits) [env PMS_SYNC_BASE_URL].",
+)
 @_snapshot_option
 @click.option(
     "--out",
@@ -111,6 +140,10 @@ def plan_command(
     full_resync: bool,
     only: tuple[str, ...],
     release_units: bool,
+    refresh: str | None,
+    refresh_max: int | None,
+    reconcile: bool,
+    base_url: str | None,
     snapshot: Path | None,
     out: Path | None,
 ) -> None:
@@ -119,13 +152,26 @@ def plan_command(
     from connector.plan_file import plan_to_file
 
     with _errors_to_exit(as_json):
-        settings = load_settings(snapshot=snapshot)
+        settings = load_settings(
+            base_url=base_url, snapshot=snapshot, refresh=refresh, refresh_max=refresh_max
+        )
         force = _force(full_resync, only)
         if out is None:
-            plan = plan_sync(mapping, settings, force=force, release_units_with_stays=release_units)
+            plan = plan_sync(
+                mapping,
+                settings,
+                force=force,
+                release_units_with_stays=release_units,
+                reconcile=reconcile,
+            )
         else:
             plan, verdict, plan_document = plan_to_file(
-                mapping, settings, out, force=force, release_units_with_stays=release_units
+                mapping,
+                settings,
+                out,
+                force=force,
+                release_units_with_stays=release_units,
+                reconcile=reconcile,
             )
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
@@ -137,6 +183,7 @@ def plan_command(
     else:
         click.echo(plan.summary_table())
         click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+        _echo_resends(plan)
         click.echo("\n" + backlog_table(rows))
     _warn_about_plan(plan)
     sys.exit(code)
@@ -177,6 +224,9 @@ def plan_command(
     metavar="SECONDS",
     help="Start no change after this many seconds; the rest stay planned for the next run.",
 )
+@_refresh_option
+@_refresh_max_option
+@_reconcile_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -192,6 +242,9 @@ def sync_command(
     rate_limits: str | None,
     max_requests: int | None,
     max_duration: float | None,
+    refresh: str | None,
+    refresh_max: int | None,
+    reconcile: bool,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -203,6 +256,8 @@ def sync_command(
             concurrency=concurrency,
             rate_limit=rate_limit,
             rate_limits=rate_limits,
+            refresh=refresh,
+            refresh_max=refresh_max,
         )
         budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
         settings = replace(settings, push=replace(settings.push, budget=budget))
@@ -215,8 +270,22 @@ def sync_command(
                 on_progress=on_progress,
                 allow_mass_change=allow_mass_change,
                 release_units_with_stays=release_units,
+                reconcile=reconcile,
             )
     _finish(report, settings, as_json)
+
+
+def _echo_resends(plan: Plan) -> None:
+    """The plan's re-sends of unchanged records, apart from its real changes."""
+    resends = plan.resends
+    if not plan.resend.active and not any(resends.values()):
+        return
+    eligible = sum(plan.resend.eligible.values())
+    parts = [f"{reason} {n}" for reason, n in resends.items()]
+    click.echo(
+        f"re-sends of unchanged records (after the real changes): {', '.join(parts)}; "
+        f"refresh {plan.resend.refresh.describe()}, {eligible} eligible record(s)"
+    )
 
 
 def exit_code(report: Any) -> int:
@@ -371,6 +440,7 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
         )
     if document["throttled"]:
         click.echo(f"{document['throttled']} request(s) answered 429 (rate limited) and retried")
+    _echo_drift(document)
     for account, message in document["stopped_accounts"].items():
         click.secho(f"account {account} stopped: {message}", fg="red", err=True)
     for problem in document["problems"]:
@@ -393,6 +463,33 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
     quarantined = sum(document["quarantine"].values())
     if quarantined:
         click.echo(f"{quarantined} row problem(s) quarantined by the mapping (not sent)")
+
+
+def _echo_drift(document: dict[str, Any]) -> None:
+    resend, drift = document["resend"], document["drift"]
+    if any(resend["planned"].values()):
+        sent = ", ".join(
+            f"{reason} {resend['acknowledged'].get(reason, 0)}/{n}"
+            for reason, n in resend["planned"].items()
+            if n
+        )
+        dropped = sum(resend["dropped_by_budget"].values())
+        click.echo(
+            f"re-sent unchanged records (acknowledged/planned): {sent}"
+            + (f"; {dropped} left to a later run by the budget" if dropped else "")
+        )
+    if drift["found"] or drift["healed"] or drift["open"]:
+        click.secho(
+            f"drift at the service: found {drift['found']}, healed {drift['healed']}, open "
+            f"{drift['open']} (re-sent by the next run)",
+            fg="yellow" if drift["open"] else None,
+        )
+        for item in drift["sample"]:
+            state = "healed" if item["healed"] else "open"
+            click.echo(
+                f"  {item['entity']} {item['account_id']}/{item['record_id']} {item['kind']} "
+                f"({state}): {item['detail']} (x-request-id {item['request_id'] or '-'})"
+            )
 
 
 @contextmanager

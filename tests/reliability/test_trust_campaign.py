@@ -43,6 +43,7 @@ from connector.mapping import load_mapping
 from connector.pipeline import load_batches, plan_sync, sync_batches
 from connector.push import PushOptions
 from connector.records import MappedRecords
+from connector.resend import RefreshPolicy, parse_share
 from connector.safety.guard import GuardRules
 from connector.sandbox.testing import SandboxHandle
 from connector.settings import SyncSettings, load_settings
@@ -58,6 +59,9 @@ from tests.reliability.campaign import (
 
 SEED = 13_2026
 ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
+# The rolling refresh re-sends acknowledged records in every run (docs/drift.md); it must not
+# change what the service holds. PMS_SYNC_TRUST_REFRESH=off runs the campaign without it.
+REFRESH = os.environ.get("PMS_SYNC_TRUST_REFRESH", "3d")
 MAX_FAULTY_RUNS = 4
 KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, SIGKILLed
 TODAY = date.today()
@@ -236,6 +240,7 @@ def settings_for(base_url: str, snapshot: Path) -> SyncSettings:
         tokens=base.tokens,
         snapshot_path=snapshot,
         push=PushOptions(concurrency=4),
+        refresh=RefreshPolicy(share=parse_share(REFRESH, "PMS_SYNC_TRUST_REFRESH")),
     )
 
 
@@ -303,6 +308,7 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
         "PMS_SYNC_SNAPSHOT": str(snapshot),
         "PMS_SYNC_CONCURRENCY": "2",
         "PMS_SYNC_MAX_ATTEMPTS": "2",
+        "PMS_SYNC_REFRESH": REFRESH,
     }
     tally = Tally()
     ever_stored: set[tuple[tuple[str, str], str]] = set()
