@@ -479,9 +479,11 @@ def _echo_drift(document: dict[str, Any]) -> None:
             + (f"; {dropped} left to a later run by the budget" if dropped else "")
         )
     if drift["found"] or drift["healed"] or drift["open"]:
+        still_open = (
+            f", open {drift['open']} (re-sent by the next run)" if drift["open"] else ", open 0"
+        )
         click.secho(
-            f"drift at the service: found {drift['found']}, healed {drift['healed']}, open "
-            f"{drift['open']} (re-sent by the next run)",
+            f"drift at the service: found {drift['found']}, healed {drift['healed']}{still_open}",
             fg="yellow" if drift["open"] else None,
         )
         for item in drift["sample"]:
