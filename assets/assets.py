@@ -18,7 +18,7 @@ import dagster as dg
 
 from assets.connections import Connection
 from assets.handoff import MappedBatch, SyncOutcome
-from assets.metadata import mapped_metadata, masked_text, sync_metadata
+from assets.metadata import mapped_metadata, markdown_table, masked_text, sync_metadata
 from assets.partitions import window_of
 from assets.resources import (
     ServiceResource,
@@ -32,6 +32,7 @@ from assets.safety import (
     raise_if_blocked,
     raise_if_unusable,
 )
+from assets.schedules import RECONCILE_TAG
 from connector.budget import format_duration
 from connector.contract import Entity
 from connector.pipeline import SyncReport, load_batches, sync_batches
@@ -53,6 +54,7 @@ CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
 CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
 CHECK_ACCOUNTS_AUTHENTICATED = "accounts_authenticated"
 CHECK_ANSWERS_AGREE = "service_answers_agree"
+CHECK_DRIFT_HEALED = "drift_healed"
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,15 @@ def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpe
                 "documented body, no counts that contradict the request (docs/decisions.md)."
             ),
         ),
+        dg.AssetCheckSpec(
+            CHECK_DRIFT_HEALED,
+            asset=key,
+            description=(
+                "No drift left open at the service: records the service lost or holds in "
+                "another version, as its answers revealed them, were re-sent (docs/drift.md). "
+                "Counts drift found and healed per account."
+            ),
+        ),
         anomaly_check_spec(key),
     ]
     if entity == Entity.RESERVATION:
@@ -201,21 +212,25 @@ def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpe
 
 
 def _sync(
+    context: dg.AssetExecutionContext,
     connection: Connection,
     batch: MappedBatch,
     service: ServiceResource,
     snapshot: SnapshotResource,
     sync_checks: SyncChecksResource,
 ) -> SyncReport:
+    # A run of the <connection>_reconcile schedule continues the full reconciliation pass.
+    reconcile = context.run.tags.get(RECONCILE_TAG) == "1"
     return sync_batches(
         {batch.entity: batch.records},
-        service.settings(snapshot),
+        service.settings(snapshot, reconcile=reconcile),
         policy=batch.policy,
         mapping=str(connection.path),
         window=batch.window,
         guard=GuardRules.from_mapping(connection.mapping),
         allow_mass_change=sync_checks.allow_mass_change,
         release_units_with_stays=sync_checks.allow_deactivation_with_stays,
+        reconcile=reconcile,
     )
 
 
@@ -244,6 +259,7 @@ def _check_results(
         ),
     ]
     results.append(_answers_agree_result(key, report))
+    results.append(_drift_healed_result(key, report, entity))
     if entity == Entity.RESERVATION:
         results.append(_upcoming_sent_result(key, report))
     return results
@@ -274,6 +290,43 @@ def _answers_agree_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheck
         metadata={
             "disagreements": dg.MetadataValue.int(len(disagreements)),
             "unconfirmed": dg.MetadataValue.int(unconfirmed),
+        },
+    )
+
+
+def _drift_healed_result(
+    key: dg.AssetKey, report: SyncReport, entity: Entity
+) -> dg.AssetCheckResult:
+    drift = report.drift_json()
+    rows = [row for row in drift["by_account"] if row["entity"] == str(entity)]
+    still_open = sum(row["open"] for row in rows)
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_DRIFT_HEALED,
+        passed=still_open == 0,
+        # The next run re-sends what is open: a warning, an operator may want to know who
+        # changes records at the service.
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{still_open} record(s) with drift left open, re-sent by the next run"
+            if still_open
+            else None
+        ),
+        metadata={
+            "drift_found": dg.MetadataValue.int(sum(row["found"] for row in rows)),
+            "drift_healed": dg.MetadataValue.int(sum(row["healed"] for row in rows)),
+            "drift_open": dg.MetadataValue.int(still_open),
+            "by_account": dg.MetadataValue.md(
+                masked_text(
+                    markdown_table(
+                        ("account", "found", "healed", "open"),
+                        (
+                            (row["account_id"], row["found"], row["healed"], row["open"])
+                            for row in rows
+                        ),
+                    )
+                )
+            ),
         },
     )
 
@@ -380,7 +433,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
     ) -> Iterator[dg.MaterializeResult]:
-        report = _sync(connection, mapped, service, snapshot, sync_checks)
+        report = _sync(context, connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
@@ -457,7 +510,7 @@ def _synced_reservations(
             # left the export holds none, so take the accounts of the full units export too.
             scope = accommodations.accounts | frozenset(mapped.records.accounts)
             mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
-        report = _sync(connection, mapped, service, snapshot, sync_checks)
+        report = _sync(context, connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)

@@ -16,7 +16,7 @@ from assets.connections import Connection, discover
 from assets.jobs import build_job
 from assets.partitions import reservation_partitions
 from assets.resources import default_resources
-from assets.schedules import build_schedule
+from assets.schedules import build_reconcile_schedule, build_schedule
 from assets.sensors import build_sensor
 from connector.contract import Entity
 
@@ -42,18 +42,20 @@ def _accepted_preview_apis() -> Iterator[None]:
 
 
 def connection_definitions(connection: Connection) -> dg.Definitions:
-    """Assets, checks, job, nightly schedule and (with a drop folder) sensor of one connection."""
+    """Assets, checks, job, nightly schedule, (when configured) reconciliation schedule and
+    (with a drop folder) sensor of one connection."""
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
     job = build_job(connection)
     # Only reservations are partitioned: a units-only connection's runs carry no window.
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
     sensor = build_sensor(connection, job, window)
+    reconcile = build_reconcile_schedule(connection, job, window)
     return dg.Definitions(
         assets=[*build_assets(connection, partitions), build_accounts_asset(connection)],
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
-        schedules=[build_schedule(connection, job, window)],
+        schedules=[build_schedule(connection, job, window), *([reconcile] if reconcile else [])],
         sensors=[sensor] if sensor else [],
     )
 

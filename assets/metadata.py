@@ -191,6 +191,16 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         "unsent_upcoming": dg.MetadataValue.int(int(push.unsent.get("upcoming", 0))),
         "status": dg.MetadataValue.text(report.status),
         "sync_run_id": dg.MetadataValue.text(report.run_id),
+        # Re-sends of unchanged records and drift at the service (docs/drift.md).
+        **{
+            f"resent_{reason}": dg.MetadataValue.int(int(push.resent_by_reason.get(reason, 0)))
+            for reason in report.plan.resends
+        },
+        "drift_found": dg.MetadataValue.int(len(push.drift)),
+        "drift_healed": dg.MetadataValue.int(push.drift_healed),
+        "drift_open": dg.MetadataValue.int(
+            sum(n for (kind, _), n in report.drift_open.items() if kind == entity)
+        ),
     }
     stopped = {account: str(error) for account, error in push.stopped_accounts.items()}
     metadata["accounts"] = dg.MetadataValue.md(

@@ -81,3 +81,15 @@ def nightly_tags(
 ) -> dict[str, str]:
     """Tags of a nightly or drop-folder run: the current window, if reservations are synced."""
     return range_tags(current_range(partitions, today)) if partitions is not None else {}
+
+
+def full_range_tags(
+    partitions: dg.MonthlyPartitionsDefinition | None, today: date | None = None
+) -> dict[str, str]:
+    """Tags of a run over every partition (a full reconciliation), if reservations are synced."""
+    if partitions is None:
+        return {}
+    today = today or date.today()
+    with dg.partition_loading_context(effective_dt=datetime.combine(today, datetime.min.time())):
+        keys = partitions.get_partition_keys()
+    return range_tags(dg.PartitionKeyRange(start=keys[0], end=keys[-1]))

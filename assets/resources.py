@@ -119,6 +119,29 @@ class ServiceResource(dg.ConfigurableResource):
         description="The Open API client (also the top-level resource `open_api`); none: every "
         "account's token is given (token, tokens_file, account_token_env).",
     )
+    refresh: str | None = Field(
+        default=None,
+        description=(
+            "Rolling refresh: share of the acknowledged, unchanged records re-sent per sync "
+            "step after the real changes, e.g. '7d' (every record within 7 runs), '15%', "
+            "'off'. Empty: 7d for a remote service, off for the local sandbox (docs/drift.md)."
+        ),
+    )
+    refresh_max_requests: int | None = Field(
+        default=None,
+        description=(
+            "Refresh requests per sync step at most. Empty: the hourly rate-limit window's "
+            "limit (5,000 under the documented limits), none without windows."
+        ),
+    )
+    reconcile_max_duration_s: float | None = Field(
+        default=None,
+        description=(
+            "Budget of a reconciliation run (the <connection>_reconcile schedule): seconds "
+            "after which a sync step starts no re-send; the next reconciliation resumes. "
+            "Empty: the max_duration_s of every run."
+        ),
+    )
 
     def tokens(self) -> AccountTokens:
         per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}
@@ -132,8 +155,9 @@ class ServiceResource(dg.ConfigurableResource):
             per_account[account] = value
         return AccountTokens(per_account=per_account, default=self.token or None)
 
-    def settings(self, snapshot: SnapshotResource) -> SyncSettings:
-        """The library's settings for one sync, from this resource only (no ambient env)."""
+    def settings(self, snapshot: SnapshotResource, *, reconcile: bool = False) -> SyncSettings:
+        """The library's settings for one sync, from this resource only (no ambient env);
+        ``reconcile``: a reconciliation run's budget."""
         base = load_settings(
             base_url=self.base_url,
             snapshot=snapshot.path,
@@ -141,9 +165,14 @@ class ServiceResource(dg.ConfigurableResource):
             rate_limit=self.rate_limit,
             rate_limits=self.rate_limits,
             max_attempts=self.max_attempts,
+            refresh=self.refresh,
+            refresh_max=self.refresh_max_requests,
             env={},
         )
-        budget = Budget(max_requests=self.max_requests, max_duration_s=self.max_duration_s)
+        duration = self.max_duration_s
+        if reconcile and self.reconcile_max_duration_s is not None:
+            duration = self.reconcile_max_duration_s
+        budget = Budget(max_requests=self.max_requests, max_duration_s=duration)
         return replace(
             base,
             client=replace(base.client, read_timeout=self.timeout),
@@ -257,6 +286,7 @@ def default_resources() -> dict[str, object]:
             rate_limit=float(rate) if rate else None,
             rate_limits=_env_or("PMS_SYNC_RATE_LIMITS", None),
             urgent_days=int(os.environ.get("PMS_SYNC_URGENT_DAYS") or DEFAULT_HORIZON_DAYS),
+            refresh=os.environ.get("PMS_SYNC_REFRESH") or None,
         ),
         "snapshot": SnapshotResource(
             path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")

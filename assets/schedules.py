@@ -1,10 +1,14 @@
-"""The nightly sync of each connection: cron and timezone from the mapping's dagster section."""
+"""Schedules of each connection: the nightly sync, with cron and timezone from the mapping's
+dagster section, and the full reconciliation when the mapping asks for one."""
 
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from assets.connections import Connection
-from assets.partitions import nightly_tags
+from assets.partitions import full_range_tags, nightly_tags
+
+RECONCILE_TAG = "pms_sync/reconcile"
+"""A run with this tag set to "1" continues the connection's full reconciliation pass."""
 
 
 def build_schedule(
@@ -32,3 +36,40 @@ def build_schedule(
         return dg.RunRequest(run_key=None, tags={**window, "pms_sync/trigger": "nightly"})
 
     return nightly
+
+
+def build_reconcile_schedule(
+    connection: Connection,
+    job: UnresolvedAssetJobDefinition,
+    partitions: dg.MonthlyPartitionsDefinition | None,
+) -> dg.ScheduleDefinition | None:
+    """The full reconciliation of the connection, when its mapping names a
+    ``dagster.reconcile_schedule`` (none otherwise: off unless configured)."""
+    settings = connection.dagster
+    cron = getattr(settings, "reconcile_schedule", None)
+    if not cron:
+        return None
+
+    @dg.schedule(
+        name=f"{connection.name}_reconcile",
+        job=job,
+        cron_schedule=cron,
+        execution_timezone=settings.timezone,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=(
+            f"Re-sends every record of {connection.mapping.name} the service acknowledged "
+            f"(all accommodations, reservations of every partition) at `{cron}` "
+            f"({settings.timezone}), after the changes, at the pace the rate limits allow and "
+            "within service.reconcile_max_duration_s; the next run resumes an unfinished pass "
+            "(docs/drift.md)."
+        ),
+    )
+    def reconcile(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        tick = context.scheduled_execution_time
+        window = full_range_tags(partitions, tick.date() if tick else None)
+        return dg.RunRequest(
+            run_key=None,
+            tags={**window, RECONCILE_TAG: "1", "pms_sync/trigger": "reconcile"},
+        )
+
+    return reconcile

@@ -29,10 +29,13 @@ from connector.accounts import (
 from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
+from connector.drift import RESEND_REASONS
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
+from connector.reconciliation import finish_passes, open_passes
 from connector.records import DateWindow, MappedRecords
+from connector.resend import ResendOptions
 from connector.safety.guard import (
     GuardRules,
     GuardVerdict,
@@ -75,6 +78,8 @@ class SyncReport:
     # Accounts discovered through the Open API, token renewals, property changes.
     accounts: AccountsReport = field(default_factory=AccountsReport)
     unresolved: int = 0  # records whose external id matches no account (quarantined)
+    # Open drift after the run per (entity, account): re-sent by the next run (docs/drift.md).
+    drift_open: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def held(self) -> int:
@@ -190,7 +195,55 @@ class SyncReport:
             "properties": self.accounts.properties.to_json_dict(),
             "token_renewals": self.push.token_renewals,
             "retried_after_renewal": self.push.retried_after_renewal,
+            "resend": {
+                "planned": self.plan.resends,
+                "acknowledged": dict(self.push.resent_by_reason),
+                "dropped_by_budget": dict(self.push.resend_dropped),
+            },
+            "drift": self.drift_json(),
         }
+
+    def drift_json(self) -> dict[str, Any]:
+        """Drift found and healed by this run, and left open, per account (docs/drift.md)."""
+        keys = {key for key, counts in self.push.by_account.items() if _drift_counted(counts)}
+        keys |= set(self.drift_open)
+        return {
+            "found": len(self.push.drift),
+            "healed": self.push.drift_healed,
+            "open": sum(self.drift_open.values()),
+            "by_account": [
+                {
+                    "entity": entity,
+                    "account_id": account,
+                    "found": int(
+                        self.push.by_account.get((entity, account), {}).get("drift_found", 0)
+                    ),
+                    "healed": int(
+                        self.push.by_account.get((entity, account), {}).get("drift_healed", 0)
+                    ),
+                    "open": int(self.drift_open.get((entity, account), 0)),
+                }
+                for entity, account in sorted(keys)
+            ],
+            "sample": [
+                {
+                    "entity": d.entity,
+                    "account_id": d.account_id,
+                    "record_id": d.record_id,
+                    "action": d.action,
+                    "reason": d.reason,
+                    "kind": d.kind,
+                    "detail": d.detail,
+                    "healed": d.healed,
+                    "request_id": d.request_id,
+                }
+                for d in self.push.drift[:_SAMPLE]
+            ],
+        }
+
+
+def _drift_counted(counts: Mapping[str, int]) -> bool:
+    return bool(counts.get("drift_found") or counts.get("drift_healed"))
 
 
 def load_batches(
@@ -228,9 +281,10 @@ def planned(
     force: Force | None = None,
     today: date | None = None,
     release_units_with_stays: bool = False,
+    reconcile: bool = False,
 ) -> Iterator[tuple[Plan, SnapshotStore]]:
     """Map and diff without sending anything; the snapshot stays open (read-only) for what
-    follows."""
+    follows. ``reconcile``: show the reconciliation pass a sync would continue or start."""
     batches, policy = load_batches(
         mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
     )
@@ -242,6 +296,11 @@ def planned(
         batches, resolved_policy = AccountDiscovery(
             settings.open_api, settings.client, snapshot
         ).resolve(batches, policy)
+        passes = (
+            open_passes(snapshot, policy.connection, batches, _now(), write=False)
+            if reconcile
+            else None
+        )
         plan = build_plan(
             snapshot,
             batches,
@@ -251,6 +310,7 @@ def planned(
             today=today,
             urgency=settings.urgency,
             release_units_with_stays=release_units_with_stays,
+            resend=_resend_options(settings, passes),
         )
         yield plan, snapshot
 
@@ -264,6 +324,7 @@ def plan_sync(
     force: Force | None = None,
     today: date | None = None,
     release_units_with_stays: bool = False,
+    reconcile: bool = False,
 ) -> Plan:
     """Map and diff without sending anything."""
     with planned(
@@ -274,6 +335,7 @@ def plan_sync(
         force=force,
         today=today,
         release_units_with_stays=release_units_with_stays,
+        reconcile=reconcile,
     ) as (plan, _snapshot):
         return plan
 
@@ -290,6 +352,7 @@ def run_sync(
     today: date | None = None,
     allow_mass_change: bool = False,
     release_units_with_stays: bool = False,
+    reconcile: bool = False,
 ) -> SyncReport:
     """Map, plan, push and record one run of a mapping file."""
     started = _now()
@@ -313,6 +376,7 @@ def run_sync(
         guard=guard,
         allow_mass_change=allow_mass_change,
         release_units_with_stays=release_units_with_stays,
+        reconcile=reconcile,
     )
 
 
@@ -331,8 +395,14 @@ def sync_batches(
     guard: GuardRules | None = None,
     allow_mass_change: bool = False,
     release_units_with_stays: bool = False,
+    reconcile: bool = False,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
+
+    Drift the service's answers reveal is recorded and healed (docs/drift.md): records with
+    open drift are re-sent, ``settings.refresh`` adds the rolling refresh, and ``reconcile``
+    continues (or starts) the connection's full reconciliation pass instead, within the
+    budget; the pass resumes in the next reconciling run.
 
     The mass-change guard (``guard``, default thresholds when None) withholds every change of
     an account over a limit unless ``allow_mass_change``; the report's status is then
@@ -350,6 +420,12 @@ def sync_batches(
         # External ids become account ids before anything is compared (connector.accounts).
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
         batches, policy = discovery.resolve(batches, policy)
+        connection = (policy or ReconcilePolicy()).connection
+        passes = (
+            open_passes(snapshot, connection, batches, started, write=not dry_run)
+            if reconcile
+            else None
+        )
         plan = build_plan(
             snapshot,
             batches,
@@ -359,6 +435,7 @@ def sync_batches(
             today=today,
             urgency=settings.urgency,
             release_units_with_stays=release,
+            resend=_resend_options(settings, passes),
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         properties = discovery.report.properties
@@ -375,7 +452,9 @@ def sync_batches(
             )
             verdict = guard_properties(verdict, properties, snapshot, guard, plan.connection)
             plan = with_units_kept_inactive(plan, snapshot, batches, properties, today)
-        diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)
+        diff_sample = field_changes(
+            _updates_first(_real_changes(plan.changes)), snapshot, limit=_SAMPLE
+        )
         # Properties first: a reactivated property's units are updated after it.
         apply_properties(
             properties, discovery.directory, blocked=verdict.blocked_accounts, dry_run=dry_run
@@ -399,6 +478,8 @@ def sync_batches(
         discovery.save(snapshot)
         if not dry_run:
             _adopt_exported(snapshot, batches, plan.connection)
+            if passes:
+                finish_passes(snapshot, passes, plan, result, _now())
         report = SyncReport(
             run_id=run_id,
             mapping=mapping,
@@ -415,9 +496,37 @@ def sync_batches(
             rate_windows=effective_windows(settings.client),
             accounts=discovery.report,
             unresolved=_unresolved_records(batches),
+            drift_open=_drift_open(snapshot),
         )
         _record_run(snapshot, report)
     return report
+
+
+def _resend_options(settings: SyncSettings, passes: Mapping[Entity, Any] | None) -> ResendOptions:
+    return ResendOptions(
+        refresh=settings.refresh,
+        reconcile_since=(
+            {entity: found.started_at for entity, found in passes.items()}
+            if passes is not None
+            else None
+        ),
+        horizon_days=settings.urgency.horizon_days,
+    )
+
+
+def _real_changes(changes: pd.DataFrame) -> pd.DataFrame:
+    """Changes of content (re-sends of unchanged records have no field differences)."""
+    if not len(changes):
+        return changes
+    return changes[~changes["reason"].isin(list(RESEND_REASONS))]
+
+
+def _drift_open(snapshot: SnapshotStore) -> dict[tuple[str, str], int]:
+    found = snapshot.open_drift()
+    if not len(found):
+        return {}
+    counts = found.groupby(["entity", "account_id"]).size()
+    return {(str(e), str(a)): int(n) for (e, a), n in counts.items()}
 
 
 def _adopt_exported(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import StrEnum
 from typing import Any
@@ -19,7 +19,9 @@ import pandas as pd
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
+from connector.drift import OPTIONAL_REASONS
 from connector.records import DateWindow, MappedRecords
+from connector.resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.snapshot import (
     DiffRequest,
     OnMissing,
@@ -84,6 +86,8 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "checkout",
     "urgency",  # unit | upcoming | future | past: the delivery class (connector.urgency)
 )
+RESEND_COLUMNS: tuple[str, ...] = ("drifted", "refresh", "reconcile")
+"""Re-sends of unchanged acknowledged records (connector.resend), counted apart from actions."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,14 @@ class Plan:
     # The mapping's quarantine: problems per entity, and the first ones (values masked).
     quarantine: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[dict[str, Any]] = field(default_factory=list)
+    # How the re-sends of unchanged records were chosen (the rows are among ``changes``, as
+    # updates with reason drifted, refresh or reconcile; ``counts`` does not include them).
+    resend: ResendSummary = field(default_factory=ResendSummary)
+
+    @property
+    def resends(self) -> dict[str, int]:
+        """Re-sends of unchanged acknowledged records in ``changes``, per reason."""
+        return resend_counts(self.changes)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -228,6 +240,7 @@ class Plan:
         row["held"] = int(tally.loc[tally["reason"].isin(HELD_REASONS), "n"].sum())
         extracted = self.extracted[self.extracted["entity"] == entity]
         row["quarantined"] = int(extracted["quarantined"].sum())
+        row.update(resend_counts(self.changes[self.changes["entity"] == str(entity)]))
         return row
 
     def units_with_stays_json(self) -> list[dict[str, Any]]:
@@ -255,6 +268,8 @@ class Plan:
             "unusable": self.unusable,
             "entities": list(self.entities),
             "requests": self.request_count,
+            "resend": self.resends,
+            "resend_policy": self.resend.to_json_dict(),
             "by_entity": per_entity,
             "by_urgency": self.by_urgency,
             "accounts": self.accounts,
@@ -272,8 +287,11 @@ class Plan:
         }
 
     def summary_table(self) -> str:
-        """A fixed-width table: one row per entity, one column per action, held, quarantined."""
+        """A fixed-width table: one row per entity, one column per action, held, quarantined;
+        and the re-sends of unchanged records (drifted, refresh, reconcile) when there are."""
         columns = [*[str(a) for a in ACTIONS], "held", "quarantined"]
+        if self.resend.active or any(self.resends.values()):
+            columns += list(RESEND_COLUMNS)
         rows = [["entity", *columns]]
         totals = dict.fromkeys(columns, 0)
         for entity in _ENTITY_ORDER:
@@ -314,11 +332,14 @@ def build_plan(
     today: date | None = None,
     urgency: UrgencyPolicy | None = None,
     release_units_with_stays: bool = False,
+    resend: ResendOptions | None = None,
 ) -> Plan:
     """Decide create / update / skip / deactivate / cancel for every record of the batches.
 
     A unit the plan would deactivate while guests still stay in it (spec §3, rule 1) is held
-    instead, unless ``release_units_with_stays`` (the operator's approval).
+    instead, unless ``release_units_with_stays`` (the operator's approval). Records with open
+    drift are re-sent with the changes; ``resend`` adds the rolling refresh or a reconciliation
+    pass after them (:func:`with_resends`). A run limited by ``--only`` re-sends nothing else.
     """
     policy = policy or ReconcilePolicy()
     force = force or Force()
@@ -372,8 +393,22 @@ def build_plan(
         if tallies
         else _empty(("entity", "account_id", "action", "reason", "n"))
     )
+    if force.only_ids is not None:
+        ordered, resent = delivery_order(change_frame, today, urgency), ResendSummary()
+    else:
+        ordered, resent = with_resends(
+            snapshot,
+            {entity: batches[entity] for entity in diffs},
+            change_frame,
+            resend or ResendOptions(),
+            scope=frozenset(scope),
+            connection=policy.connection,
+            window=window,
+            today=today,
+            urgency=urgency,
+        )
     return Plan(
-        changes=delivery_order(change_frame, today, urgency),
+        changes=ordered,
         tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]],
         extracted=(
             pd.concat(extracted, ignore_index=True)
@@ -388,6 +423,7 @@ def build_plan(
         entities=tuple(str(entity) for entity in diffs),
         quarantine=quarantine_counts(batches),
         quarantine_sample=quarantine_sample(batches),
+        resend=resent,
     )
 
 
@@ -420,6 +456,57 @@ def quarantine_sample(batches: Mapping[Entity, MappedRecords]) -> list[dict[str,
         {key: (None if pd.isna(value) else str(value)) for key, value in row.items()}
         for row in sample.to_dict(orient="records")
     ]
+
+
+def with_resends(
+    snapshot: SnapshotStore,
+    batches: Mapping[Entity, MappedRecords],
+    changes: pd.DataFrame,
+    options: ResendOptions,
+    *,
+    scope: frozenset[str],
+    connection: str | None,
+    window: DateWindow | None,
+    today: date,
+    urgency: UrgencyPolicy | None,
+) -> tuple[pd.DataFrame, ResendSummary]:
+    """The plan's changes in delivery order, with the re-sends of unchanged records.
+
+    Records with open drift join the real changes (the service is known to differ); the
+    refresh and the reconciliation come after every one of them, in their own delivery order,
+    so a budget spends itself on real changes first.
+    """
+    horizon = (urgency or UrgencyPolicy()).horizon_days  # "upcoming" means the same here
+    found = resend_changes(
+        snapshot,
+        batches,
+        changes,
+        replace(options, horizon_days=horizon),
+        scope=scope,
+        connection=connection,
+        window=window,
+        today=today,
+        columns=CHANGE_COLUMNS[:-1],
+    )
+    optional = found.rows["reason"].isin(OPTIONAL_REASONS) if len(found.rows) else None
+    if optional is None:
+        return delivery_order(changes, today, urgency), found.summary
+    owed = _concat(changes, found.rows.loc[~optional])
+    return (
+        _concat(
+            delivery_order(owed, today, urgency),
+            delivery_order(found.rows.loc[optional], today, urgency),
+        ),
+        found.summary,
+    )
+
+
+def _concat(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    if not len(second):
+        return first.reset_index(drop=True)
+    if not len(first):
+        return second.reset_index(drop=True)
+    return pd.concat([first, second], ignore_index=True)
 
 
 UNIT_STAYS_COLUMNS: tuple[str, ...] = (

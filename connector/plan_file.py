@@ -110,6 +110,7 @@ def plan_to_file(
     force: Force | None = None,
     today: date | None = None,
     release_units_with_stays: bool = False,
+    reconcile: bool = False,
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
     """Map, diff and write the plan file; sends nothing, writes nothing else."""
     from connector.mapping import load_mapping
@@ -124,6 +125,7 @@ def plan_to_file(
         force=force,
         today=today,
         release_units_with_stays=release_units_with_stays,
+        reconcile=reconcile,
     ) as (plan, snapshot):
         verdict = evaluate(plan, snapshot, rules)
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)

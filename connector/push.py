@@ -36,11 +36,13 @@ from connector.client import (
     save_shared_state,
 )
 from connector.contract import Entity, SyncEvent
+from connector.drift import OPTIONAL_REASONS, RESEND_REASONS, drift_of
 from connector.errors import AuthenticationError
 from connector.holdback import HeldRecord, UnitTrouble, held_record
 from connector.plan import Plan
 from connector.snapshot import (
     Acknowledgement,
+    DriftEvent,
     PossiblyStored,
     RecordStatus,
     Refusal,
@@ -104,6 +106,22 @@ class Disagreement:
     request_id: str | None
 
 
+@dataclass(frozen=True)
+class DriftFound:
+    """Drift an answer revealed (docs/drift.md): healed by that answer, or left open for the
+    next run to re-send the record."""
+
+    entity: str
+    account_id: str
+    record_id: str
+    action: str
+    reason: str
+    kind: str  # connector.drift.DriftKind
+    detail: str
+    healed: bool
+    request_id: str | None
+
+
 @dataclass
 class PushResult:
     dry_run: bool = False
@@ -130,6 +148,20 @@ class PushResult:
     # expiry, or after a 401), and requests sent once more after a 401 renewed their token.
     token_renewals: int = 0
     retried_after_renewal: int = 0
+    # Re-sends of unchanged records (connector.resend): acknowledged per (entity, reason); and
+    # the optional ones (refresh, reconcile) a budget left out, per reason: not deferred, the
+    # next run selects them again.
+    resent: Counter[tuple[str, str]] = field(default_factory=Counter)
+    resend_dropped: Counter[str] = field(default_factory=Counter)
+    drift: list[DriftFound] = field(default_factory=list)  # revealed by this run's answers
+    drift_healed: int = 0  # healed by this run: at once, or open drift now acknowledged
+
+    @property
+    def resent_by_reason(self) -> Counter[str]:
+        found: Counter[str] = Counter()
+        for (_, reason), n in self.resent.items():
+            found[reason] += n
+        return found
 
     @property
     def complete(self) -> bool:
@@ -161,6 +193,10 @@ class PushResult:
             "unconfirmed": self.unconfirmed,
             "unconfirmed_answers": self.unconfirmed_answers,
             "resent_after_lost_answer": self.resent_after_lost_answer,
+            "resent": dict(self.resent_by_reason),
+            "resend_dropped": sum(self.resend_dropped.values()),
+            "drift_found": len(self.drift),
+            "drift_healed": self.drift_healed,
             "held_back": len(self.held_back),
             "deferred": sum(self.deferred.values()),
             "deferred_by_urgency": dict(self.deferred),
@@ -247,8 +283,12 @@ async def push_plan_async(
         # DuckDB connection is not safe to share between threads): nothing below reads it.
         recorder = _Recorder(snapshot, options, plan.connection)
         try:
-            for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
-                phase = [change for change in changes if change.entity == entity]
+            for optional, entity in _PHASES:
+                phase = [
+                    change
+                    for change in changes
+                    if change.entity == entity and (change.reason in OPTIONAL_REASONS) == optional
+                ]
                 if entity == Entity.RESERVATION:
                     phase = _hold_back(phase, trouble, result, progress)
                 await _push_phase(phase, client, recorder, result, progress, options, gate)
@@ -262,6 +302,16 @@ async def push_plan_async(
     _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
+
+
+_PHASES: tuple[tuple[bool, Entity], ...] = (
+    (False, Entity.ACCOMMODATION),
+    (False, Entity.RESERVATION),
+    # The refresh and the reconciliation after every real change (docs/drift.md).
+    (True, Entity.ACCOMMODATION),
+    (True, Entity.RESERVATION),
+)
+"""(optional re-sends?, entity) in the order they are pushed."""
 
 
 def _changes_of(frame: pd.DataFrame) -> list[_Change]:
@@ -348,8 +398,12 @@ async def _push_phase(
             except asyncio.QueueEmpty:
                 return
             if not gate.take():
-                # Out of budget: left unsent, so the next run plans it again (urgency order).
-                result.deferred[change.urgency] += 1
+                # Out of budget: left unsent, so the next run plans it again (urgency order);
+                # a refresh or reconciliation re-send is dropped, not owed.
+                if change.reason in OPTIONAL_REASONS:
+                    result.resend_dropped[change.reason] += 1
+                else:
+                    result.deferred[change.urgency] += 1
                 progress.advance()
                 continue
             answered = first_answer.get(change.account_id)
@@ -386,11 +440,13 @@ def _record(
     result.unconfirmed_answers += attempts.unconfirmed_answers
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
+    found: list[Contradiction] = []
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
-        _check_answer(change, attempts, result, recorder.may_hold(change))
+        found = _check_answer(change, attempts, result, recorder.may_hold(change))
     if attempts.delivery == Delivery.ACKNOWLEDGED:
         _settle(result, change, Outcome.ACKNOWLEDGED)
         recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
+        _note_drift(change, attempts, found, recorder, result, now)
         return
     if attempts.delivery == Delivery.REFUSED:
         outcome = Outcome.DEAD_LETTERED
@@ -443,8 +499,9 @@ def _record(
 
 def _check_answer(
     change: _Change, attempts: SyncAttempts, result: PushResult, held_before: bool
-) -> None:
-    """List the last answer's contradictions; count the answers a lost one explains.
+) -> list[Contradiction]:
+    """List the last answer's contradictions; count the answers a lost one explains; return
+    every contradiction found (explained or not).
 
     ``held_before``: the service may already hold exactly this content (an earlier run's
     answer to it was lost, or the change re-sends acknowledged content on request), so
@@ -452,6 +509,9 @@ def _check_answer(
     """
     found = answer_contradictions(change.entity, change.action, change.payload, attempts.answer)
     left = _unexplained(found, attempts.answer_lost_before or held_before)
+    if change.reason in RESEND_REASONS:
+        # A re-send answered "did not know it" found drift and healed it (docs/drift.md).
+        left = [c for c in left if not c.not_held]
     if found and not left:
         result.resent_after_lost_answer += 1
     elif left:
@@ -465,6 +525,62 @@ def _check_answer(
                 attempts.request_id,
             )
         )
+    return found
+
+
+def _note_drift(
+    change: _Change,
+    attempts: SyncAttempts,
+    found: list[Contradiction],
+    recorder: _Recorder,
+    result: PushResult,
+    now: datetime,
+) -> None:
+    """Record the drift an acknowledged answer reveals, or heal the record's open drift."""
+    finding = drift_of(
+        change.entity,
+        change.action,
+        change.reason,
+        attempts.answer,
+        found,
+        explained=attempts.answer_lost_before or recorder.may_hold(change),
+        other_content_may_be_stored=recorder.may_hold_other(change),
+    )
+    counter = result.tally(change.entity, change.account_id)
+    healed = finding.healed if finding is not None else recorder.drift_open(change)
+    if finding is not None:
+        result.drift.append(
+            DriftFound(
+                change.entity,
+                change.account_id,
+                change.record_id,
+                change.action,
+                change.reason,
+                str(finding.kind),
+                finding.detail,
+                finding.healed,
+                attempts.request_id,
+            )
+        )
+        counter["drift_found"] += 1
+    if healed:
+        counter["drift_healed"] += 1
+        result.drift_healed += 1
+    if finding is not None or healed:
+        recorder.drift(
+            DriftEvent(
+                account_id=change.account_id,
+                entity=Entity(change.entity),
+                record_id=change.record_id,
+                kind=str(finding.kind) if finding is not None else None,
+                detail=finding.detail if finding is not None else "",
+                request_id=attempts.request_id,
+                at=now,
+                healed=healed,
+            )
+        )
+    if change.reason in RESEND_REASONS:
+        result.resent[(change.entity, change.reason)] += 1
 
 
 def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -> None:
@@ -495,6 +611,10 @@ class Contradiction:
     # "skipped" or "already known": what the service says when it already held the record,
     # as it does after an earlier attempt whose answer was lost.
     already_stored: bool = False
+    # Counts or ids that do not account for the one record sent: drift left open.
+    unaccounted: bool = False
+    # "did not know it": the service did not hold a record acknowledged before (drift, lost).
+    not_held: bool = False
 
 
 def answer_contradictions(
@@ -517,7 +637,11 @@ def answer_contradictions(
         found.append(Contradiction(f"service reported {what} ({nothing}): not stored"))
     elif total > 1:
         listed = ", ".join(f"{member}={value}" for member, value in counts.items())
-        found.append(Contradiction(f"counts of {total} records for the one sent ({listed})"))
+        found.append(
+            Contradiction(
+                f"counts of {total} records for the one sent ({listed})", unaccounted=True
+            )
+        )
     elif entity == Entity.ACCOMMODATION:
         skipped = counts.get("skippedProperties", 0)
         if skipped and not counts.get("savedProperties"):
@@ -542,7 +666,9 @@ def answer_contradictions(
         )
     elif action != "create" and counts.get("newReservations"):
         found.append(
-            Contradiction(f"sent as {action}, service did not know it (newReservations=1)")
+            Contradiction(
+                f"sent as {action}, service did not know it (newReservations=1)", not_held=True
+            )
         )
     ids = getattr(answer, "reservationIds", None)
     if ids is not None:
@@ -551,7 +677,8 @@ def answer_contradictions(
         if set(ids) != expected:
             found.append(
                 Contradiction(
-                    f"reservationIds {sorted(ids)} differ from the sent {sorted(expected)}"
+                    f"reservationIds {sorted(ids)} differ from the sent {sorted(expected)}",
+                    unaccounted=True,
                 )
             )
     return found
@@ -608,7 +735,11 @@ class _Recorder:
         self.connection = connection  # the owner recorded with every acknowledgement
         # Read before the writer thread starts: it is the snapshot's only user afterwards.
         self._possibly_stored = snapshot.possibly_stored()
-        self._answers: list[Acknowledgement | Refusal | PossiblyStored] = []
+        drifted = snapshot.open_drift()
+        self._open_drift = set(
+            zip(drifted["account_id"], drifted["entity"], drifted["record_id"], strict=True)
+        )
+        self._answers: list[Acknowledgement | Refusal | PossiblyStored | DriftEvent] = []
         self._lock = threading.Lock()  # guards _answers and _closing
         self._wake = threading.Event()
         self._closing = False
@@ -627,15 +758,28 @@ class _Recorder:
     def possibly_stored(self, change: PossiblyStored) -> None:
         self._add(change)
 
+    def drift(self, event: DriftEvent) -> None:
+        self._add(event)
+
+    def drift_open(self, change: _Change) -> bool:
+        """Whether the record had open drift when the push started."""
+        return (change.account_id, change.entity, change.record_id) in self._open_drift
+
+    def may_hold_other(self, change: _Change) -> bool:
+        """Whether an earlier run's lost answer may have stored another content of it."""
+        key = (change.account_id, change.entity, change.record_id)
+        earlier = self._possibly_stored.get(key)
+        return earlier is not None and earlier != change.content_hash
+
     def may_hold(self, change: _Change) -> bool:
         """Whether the service may already hold this change's exact content: an earlier
         run's answer to it was lost, or it re-sends acknowledged content on request."""
-        if change.reason == "forced":
+        if change.reason == "forced" or change.reason in RESEND_REASONS:
             return True
         key = (change.account_id, change.entity, change.record_id)
         return self._possibly_stored.get(key) == change.content_hash
 
-    def _add(self, answer: Acknowledgement | Refusal | PossiblyStored) -> None:
+    def _add(self, answer: Acknowledgement | Refusal | PossiblyStored | DriftEvent) -> None:
         self._raise_if_failed()
         with self._lock:
             self._answers.append(answer)
@@ -668,11 +812,13 @@ class _Recorder:
             acks = [a for a in answers if isinstance(a, Acknowledgement)]
             refusals = [a for a in answers if isinstance(a, Refusal)]
             possible = [a for a in answers if isinstance(a, PossiblyStored)]
+            drift = [a for a in answers if isinstance(a, DriftEvent)]
             try:
                 # Possibly-stored first: an acknowledgement in the same batch clears it.
                 self.snapshot.record_possibly_stored(possible)
                 self.snapshot.record_acknowledgements(acks)
                 self.snapshot.record_refusals(refusals)
+                self.snapshot.record_drift(drift)
             except BaseException as error:
                 self._error = error
                 return

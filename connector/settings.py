@@ -26,6 +26,9 @@ environment variable, else from the default:
 | renew Open API and account tokens this many seconds before expiry (at most a quarter of their lifetime) | PMS_SYNC_RENEW_MARGIN | 60 |
 | deactivate the property of an account gone from a full export (on, off) | PMS_SYNC_OFFBOARD_PROPERTIES | on |
 | updateSubUnits of property status changes (true, false) | PMS_SYNC_UPDATE_SUB_UNITS | true |
+| rolling refresh: share of acknowledged records re-sent per run (``7d``, ``15%``, ``0.15``, ``off``) | PMS_SYNC_REFRESH | ``7d`` for a remote service, off for a loopback one (docs/drift.md) |
+| refresh requests per run at most (``none``: no cap) | PMS_SYNC_REFRESH_MAX | the hourly rate-limit window's limit (5,000 documented); none without windows |
+| refresh past stays too (1/0) | PMS_SYNC_REFRESH_PAST | 0 |
 """
 
 from __future__ import annotations
@@ -49,10 +52,12 @@ from connector.client import (
     TokenPlacement,
     Transport,
     Window,
+    effective_windows,
     parse_windows,
 )
 from connector.errors import ConfigError
 from connector.push import PushOptions
+from connector.resend import DEFAULT_REMOTE_REFRESH_DAYS, RefreshPolicy, parse_share
 from connector.secrets import (
     has_user_info,
     parse_error_position,
@@ -77,6 +82,9 @@ class SyncSettings:
     # The Open API client of the connection (None: accounts and tokens are given by hand).
     open_api: OpenApiSettings | None = None
     properties: PropertyPolicy = field(default_factory=PropertyPolicy)
+    # The rolling refresh (docs/drift.md). Off unless set: load_settings turns it on for a
+    # remote service.
+    refresh: RefreshPolicy = field(default_factory=RefreshPolicy)
 
 
 def load_settings(
@@ -94,6 +102,8 @@ def load_settings(
     client_secret: str | None = None,
     openapi_url: str | None = None,
     update_sub_units: bool | None = None,
+    refresh: str | None = None,
+    refresh_max: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables, then defaults."""
@@ -152,6 +162,7 @@ def load_settings(
                 else _flag(env, "PMS_SYNC_UPDATE_SUB_UNITS", True)
             ),
         ),
+        refresh=refresh_policy(client, refresh, refresh_max, env),
     )
 
 
@@ -197,6 +208,46 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name} must be true or false (on/off, 1/0), got {raw!r}")
+
+
+def refresh_policy(
+    client: ClientConfig,
+    share: str | None = None,
+    max_requests: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RefreshPolicy:
+    """The rolling refresh from explicit values, then the environment, then the defaults.
+
+    Default share: every record within 7 runs against a remote service, off on loopback (the
+    local sandbox: a demo sends nothing it does not have to). Default cap: the limit of the
+    hourly rate-limit window in force (5,000 under the documented limits), so a refresh never
+    takes more than an hour's worth of the token's requests; no cap without windows.
+    """
+    env = os.environ if env is None else env
+    raw = share if share is not None else env.get("PMS_SYNC_REFRESH")
+    where = "--refresh" if share is not None else "PMS_SYNC_REFRESH"
+    if raw is None or not raw.strip():
+        # Remote is what gets the documented limits by default: any host but loopback.
+        remote = bool(effective_windows(replace(client, rate_windows=None)))
+        value = 1 / DEFAULT_REMOTE_REFRESH_DAYS if remote else 0.0
+    else:
+        value = parse_share(raw, where)
+    cap = max_requests if max_requests is not None else _optional_int(env, "PMS_SYNC_REFRESH_MAX")
+    if cap is None and "PMS_SYNC_REFRESH_MAX" not in env:
+        hourly = [w.limit for w in effective_windows(client) if w.span >= 3600]
+        cap = min(hourly) if hourly else None
+    past = env.get("PMS_SYNC_REFRESH_PAST", "0").strip().lower() in ("1", "true", "yes", "on")
+    try:
+        return RefreshPolicy(share=value, max_requests=cap, include_past_stays=past)
+    except ValueError as error:
+        raise ConfigError(f"refresh: {error}") from error
+
+
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip().lower()
+    if raw in ("", "none", "off"):
+        return None
+    return _int(env, name, 0)
 
 
 def _windows(value: str | None) -> tuple[Window, ...] | None:

@@ -84,6 +84,27 @@ _only_option = click.option(
     metavar="ID",
     help="Only these record ids, each re-sent (repeat the option or separate ids by commas).",
 )
+_refresh_option = click.option(
+    "--refresh",
+    metavar="SHARE",
+    help="Rolling refresh: re-send this share of the acknowledged, unchanged records after the "
+    "real changes, oldest acknowledgement first, e.g. 7d (every record within 7 runs), 15%, "
+    "off [env PMS_SYNC_REFRESH; default 7d for a remote service, off for the local sandbox].",
+)
+_refresh_max_option = click.option(
+    "--refresh-max",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Refresh requests per run at most [env PMS_SYNC_REFRESH_MAX; default the hourly "
+    "rate-limit window's limit, 5000 documented].",
+)
+_reconcile_option = click.option(
+    "--reconcile",
+    is_flag=True,
+    help="Full reconciliation: re-send every record acknowledged before the current pass "
+    "started, after the real changes and within the budget; the next --reconcile run resumes "
+    "where this one stopped.",
+)
 _release_units_option = click.option(
     "--allow-deactivation-with-stays",
     "release_units",
@@ -99,6 +120,14 @@ _release_units_option = click.option(
 @_full_resync_option
 @_only_option
 @_release_units_option
+@_refresh_option
+@_refresh_max_option
+@_reconcile_option
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="The service whose defaults apply (refresh, rate limits) [env PMS_SYNC_BASE_URL].",
+)
 @_snapshot_option
 @open_api_options
 @click.option(
@@ -113,6 +142,10 @@ def plan_command(
     full_resync: bool,
     only: tuple[str, ...],
     release_units: bool,
+    refresh: str | None,
+    refresh_max: int | None,
+    reconcile: bool,
+    base_url: str | None,
     snapshot: Path | None,
     out: Path | None,
     client_id: str | None,
@@ -125,17 +158,31 @@ def plan_command(
 
     with _errors_to_exit(as_json):
         settings = load_settings(
+            base_url=base_url,
             snapshot=snapshot,
+            refresh=refresh,
+            refresh_max=refresh_max,
             client_id=client_id,
             client_secret=client_secret,
             openapi_url=openapi_url,
         )
         force = _force(full_resync, only)
         if out is None:
-            plan = plan_sync(mapping, settings, force=force, release_units_with_stays=release_units)
+            plan = plan_sync(
+                mapping,
+                settings,
+                force=force,
+                release_units_with_stays=release_units,
+                reconcile=reconcile,
+            )
         else:
             plan, verdict, plan_document = plan_to_file(
-                mapping, settings, out, force=force, release_units_with_stays=release_units
+                mapping,
+                settings,
+                out,
+                force=force,
+                release_units_with_stays=release_units,
+                reconcile=reconcile,
             )
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
@@ -147,6 +194,7 @@ def plan_command(
     else:
         click.echo(plan.summary_table())
         click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+        _echo_resends(plan)
         click.echo("\n" + backlog_table(rows))
     _print_quarantine(plan.quarantine, plan.quarantine_sample, as_json)
     _warn_about_plan(plan)
@@ -195,6 +243,9 @@ def plan_command(
     help="updateSubUnits of property deactivations and reactivations "
     "[env PMS_SYNC_UPDATE_SUB_UNITS; default true].",
 )
+@_refresh_option
+@_refresh_max_option
+@_reconcile_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -214,6 +265,9 @@ def sync_command(
     client_secret: str | None,
     openapi_url: str | None,
     update_sub_units: bool | None,
+    refresh: str | None,
+    refresh_max: int | None,
+    reconcile: bool,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -229,6 +283,8 @@ def sync_command(
             client_secret=client_secret,
             openapi_url=openapi_url,
             update_sub_units=update_sub_units,
+            refresh=refresh,
+            refresh_max=refresh_max,
         )
         budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
         settings = replace(settings, push=replace(settings.push, budget=budget))
@@ -241,8 +297,22 @@ def sync_command(
                 on_progress=on_progress,
                 allow_mass_change=allow_mass_change,
                 release_units_with_stays=release_units,
+                reconcile=reconcile,
             )
     _finish(report, settings, as_json)
+
+
+def _echo_resends(plan: Plan) -> None:
+    """The plan's re-sends of unchanged records, apart from its real changes."""
+    resends = plan.resends
+    if not plan.resend.active and not any(resends.values()):
+        return
+    eligible = sum(plan.resend.eligible.values())
+    parts = [f"{reason} {n}" for reason, n in resends.items()]
+    click.echo(
+        f"re-sends of unchanged records (after the real changes): {', '.join(parts)}; "
+        f"refresh {plan.resend.refresh.describe()}, {eligible} eligible record(s)"
+    )
 
 
 def exit_code(report: Any) -> int:
@@ -410,6 +480,7 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
     if document["throttled"]:
         click.echo(f"{document['throttled']} request(s) answered 429 (rate limited) and retried")
     _print_accounts(document)
+    _echo_drift(document)
     for account, message in document["stopped_accounts"].items():
         click.secho(f"account {account} stopped: {message}", fg="red", err=True)
     for problem in document["problems"]:
@@ -489,6 +560,35 @@ def _print_accounts(document: dict[str, Any]) -> None:
             fg="green" if change["outcome"] == "applied" else "yellow",
             err=change["outcome"] != "applied",
         )
+
+
+def _echo_drift(document: dict[str, Any]) -> None:
+    resend, drift = document["resend"], document["drift"]
+    if any(resend["planned"].values()):
+        sent = ", ".join(
+            f"{reason} {resend['acknowledged'].get(reason, 0)}/{n}"
+            for reason, n in resend["planned"].items()
+            if n
+        )
+        dropped = sum(resend["dropped_by_budget"].values())
+        click.echo(
+            f"re-sent unchanged records (acknowledged/planned): {sent}"
+            + (f"; {dropped} left to a later run by the budget" if dropped else "")
+        )
+    if drift["found"] or drift["healed"] or drift["open"]:
+        still_open = (
+            f", open {drift['open']} (re-sent by the next run)" if drift["open"] else ", open 0"
+        )
+        click.secho(
+            f"drift at the service: found {drift['found']}, healed {drift['healed']}{still_open}",
+            fg="yellow" if drift["open"] else None,
+        )
+        for item in drift["sample"]:
+            state = "healed" if item["healed"] else "open"
+            click.echo(
+                f"  {item['entity']} {item['account_id']}/{item['record_id']} {item['kind']} "
+                f"({state}): {item['detail']} (x-request-id {item['request_id'] or '-'})"
+            )
 
 
 @contextmanager

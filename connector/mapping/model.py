@@ -395,6 +395,11 @@ class DagsterSettings(StrictModel):
         pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
         description="First month (YYYY-MM) of monthly check-in partitions of reservations.",
     )
+    reconcile_schedule: str | None = Field(
+        default=None,
+        description="Cron schedule of the full reconciliation, e.g. '0 3 * * 0' (every record "
+        "re-sent, resumable across runs; docs/drift.md). Off when absent.",
+    )
 
 
 class SafetySettings(StrictModel):

@@ -1,5 +1,6 @@
 """The admin API under /_sandbox/ for tests, benchmarks and operators: stored records, request
-statistics, fault injection, reset and health. Never subject to faults or rate limits.
+statistics, fault injection, drift (records edited, deleted or reverted as staff or a restore
+would), reset and health. Never subject to faults or rate limits.
 
 It is meant for local use: it returns stored records whole, door codes included. With an admin
 token configured, every request under /_sandbox/ (unknown paths too) must carry it, as
@@ -11,8 +12,9 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -91,6 +93,52 @@ def _faults(state: SandboxState) -> Handler:
         return JSONResponse({"faults": state.faults.settings.model_dump()})
 
     return faults
+
+
+class DriftRequest(BaseModel):
+    """``POST /_sandbox/drift``: what happens to stored records behind the connector's back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["edit", "delete", "revert"]
+    accountId: str
+    entity: Entity
+    ids: list[str] | None = Field(default=None, max_length=100_000)
+    changes: dict[str, Any] | None = None  # edit: a JSON merge patch of the resource
+    sinceSeq: int | None = Field(default=None, ge=0, le=MAX_PAGE_PARAMETER)  # revert
+
+    @model_validator(mode="after")
+    def _members_of_the_action(self) -> DriftRequest:
+        if self.action == "edit" and not self.changes:
+            raise ValueError("an edit needs `changes`, a JSON merge patch of the resource")
+        if self.action != "edit" and self.changes is not None:
+            raise ValueError(f"`changes` belongs to an edit, not a {self.action}")
+        if self.action != "revert" and self.sinceSeq is not None:
+            raise ValueError(f"`sinceSeq` belongs to a revert, not a {self.action}")
+        if self.ids is None and not (self.action == "revert" and self.sinceSeq is not None):
+            raise ValueError("name the records in `ids` (a revert may give `sinceSeq` instead)")
+        if self.changes is not None and "id" in self.changes:
+            raise ValueError("`changes` cannot change the record's `id`")
+        return self
+
+
+def _drift(state: SandboxState) -> Handler:
+    async def drift(request: Request) -> Response:
+        try:
+            order = DriftRequest.model_validate_json(await request.body() or b"{}")
+        except ValidationError as error:
+            return api_error(400, "invalid_request", describe_validation_error(error))
+        store, entity = state.store, order.entity.value
+        if order.action == "edit":
+            done = store.edit(order.accountId, entity, order.ids or [], order.changes or {})
+        elif order.action == "delete":
+            done = store.delete(order.accountId, entity, order.ids or [])
+        else:
+            done = store.revert(order.accountId, entity, order.ids, order.sinceSeq)
+        missing = sorted(set(order.ids or []) - set(done))
+        return JSONResponse({"action": order.action, "records": done, "missing": missing})
+
+    return drift
 
 
 def _reset(state: SandboxState) -> Handler:
@@ -176,6 +224,7 @@ def admin_routes(state: SandboxState) -> list[Route]:
         ("/_sandbox/records", _records(state), ["GET"]),
         ("/_sandbox/stats", _stats(state), ["GET"]),
         ("/_sandbox/faults", _faults(state), ["GET", "POST"]),
+        ("/_sandbox/drift", _drift(state), ["POST"]),
         ("/_sandbox/reset", _reset(state), ["POST"]),
         ("/_sandbox/health", _health(state), ["GET"]),
     ]

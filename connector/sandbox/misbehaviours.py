@@ -1,11 +1,12 @@
 """The misbehaviour mode: answers a client must not take for an acknowledgement.
 
 What a captive portal, a misconfigured proxy or a broken service answers instead of the
-documented JSON object of spec §4.1/§4.2 (docs/sandbox.md, "Faults"). Two of them process the
-request first, so the record *is* stored and only the answer goes wrong:
+documented JSON object of spec §4.1/§4.2 (docs/sandbox.md, "Faults"). Some of them process
+the request first, so the record *is* stored and only the answer goes wrong:
 ``wrong_types_200`` (counts written as strings), ``empty_object_200`` (``{}``: documented, as
-every member is optional, but it says nothing) and ``reset_after_headers`` (the status line
-and headers go out, then the connection is reset).
+every member is optional, but it says nothing), ``extra_counts_200`` (documented, but counting
+one more record than was sent) and ``reset_after_headers`` (the status line and headers go
+out, then the connection is reset).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ async def misbehave(
             response: Response = _answer(status, headers, body)
         elif kind is Misbehaviour.EMPTY_OBJECT_200:
             response = JSONResponse({}, headers=_kept(headers))
+        elif kind is Misbehaviour.EXTRA_COUNTS_200:
+            response = _with_another_record(headers, body)
         else:
             response = _with_counts_as_strings(headers, body)
     elif kind is Misbehaviour.HTML_200:
@@ -118,6 +121,26 @@ def _with_counts_as_strings(headers: list[tuple[bytes, bytes]], body: bytes) -> 
         },
         headers=_kept(headers),
     )
+
+
+def _with_another_record(headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
+    """The real answer counting one more record than was sent: its non-zero count plus one,
+    and one more entry in ``reservationIds``."""
+    try:
+        document: Any = json.loads(body)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        return _answer(200, headers, body)
+    counted = next(
+        (member for member, value in document.items() if isinstance(value, int) and value),
+        None,
+    )
+    if counted is not None:
+        document[counted] += 1
+    if isinstance(document.get("reservationIds"), list):
+        document["reservationIds"] = [*document["reservationIds"], "another-1"]
+    return JSONResponse(document, headers=_kept(headers))
 
 
 def _zero_counts(path: str) -> dict[str, Any]:

@@ -119,6 +119,27 @@ def service_id_of(account_id: str, entity: str, record_id: str) -> str:
     return uuid.uuid5(_SERVICE_ID_NAMESPACE, f"{account_id}\x1f{entity}\x1f{record_id}").hex
 
 
+def _add_previous_payload(db: sqlite3.Connection) -> None:
+    """The version a record had before its last saving sync write (``revert``); added to a
+    data file written before the column existed."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(records)")}
+    if "previous_payload" not in columns:
+        db.execute("ALTER TABLE records ADD COLUMN previous_payload TEXT")
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -153,6 +174,7 @@ class SandboxStore:
             # last transactions), which is what a stand-in needs, at a fraction of FULL's cost.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            _add_previous_payload(self._db)
             self._db.commit()
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the sandbox data file {self.path}: {error}") from None
@@ -191,6 +213,7 @@ class SandboxStore:
                     "INSERT INTO records (" + _RECORD_COLUMNS + ")"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
                     " ON CONFLICT (account_id, entity, id) DO UPDATE SET"
+                    " previous_payload = records.payload,"
                     " payload = excluded.payload, last_seq = excluded.last_seq,"
                     " writes = records.writes + 1, last_event = excluded.last_event,"
                     " updated_at = excluded.updated_at",
@@ -337,6 +360,87 @@ class SandboxStore:
                 "SELECT account_id, status FROM properties ORDER BY account_id"
             ).fetchall()
         return {account_id: status for account_id, status in rows}
+
+    # -- drift: what staff or a restore do to stored records (docs/sandbox.md, "Drift") -------
+
+    def edit(
+        self, account_id: str, entity: str, ids: list[str], changes: dict[str, Any]
+    ) -> list[str]:
+        """Merge ``changes`` into each stored resource (RFC 7386: null removes a member), as
+        staff editing the record in the service's interface would; the ids edited.
+
+        Not a sync write: the sync bookkeeping (sequence, writes, last event) stays.
+        """
+        edited: list[str] = []
+        now = _now()
+        with self._lock, self._db:
+            for record_id in ids:
+                row = self._db.execute(
+                    "SELECT payload FROM records WHERE account_id = ? AND entity = ? AND id = ?",
+                    (account_id, entity, record_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                resource = _merge_patch(json.loads(row[0]), changes)
+                resource["id"] = record_id  # a record keeps its id
+                self._db.execute(
+                    "UPDATE records SET payload = ?, updated_at = ?"
+                    " WHERE account_id = ? AND entity = ? AND id = ?",
+                    (canonical_json(resource), now, account_id, entity, record_id),
+                )
+                edited.append(record_id)
+        return edited
+
+    def delete(self, account_id: str, entity: str, ids: list[str]) -> list[str]:
+        """Forget these records, as staff deleting them would; the ids deleted."""
+        deleted: list[str] = []
+        with self._lock, self._db:
+            for record_id in ids:
+                cursor = self._db.execute(
+                    "DELETE FROM records WHERE account_id = ? AND entity = ? AND id = ?",
+                    (account_id, entity, record_id),
+                )
+                if cursor.rowcount:
+                    deleted.append(record_id)
+        return deleted
+
+    def revert(
+        self, account_id: str, entity: str, ids: list[str] | None, since_seq: int | None
+    ) -> list[str]:
+        """Undo the last saving sync write of each record, as a restore from a backup taken
+        before it would: an update's previous version comes back, a record whose only write
+        was its creation disappears. ``ids`` and/or every record written after ``since_seq``.
+        One version back only: a record reverted once has no earlier version left."""
+        clauses: list[str] = ["account_id = ?", "entity = ?"]
+        params: list[object] = [account_id, entity]
+        if ids is not None:
+            clauses.append(f"id IN ({', '.join('?' for _ in ids)})")
+            params += ids
+        if since_seq is not None:
+            clauses.append("last_seq > ?")
+            params.append(since_seq)
+        reverted: list[str] = []
+        now = _now()
+        with self._lock, self._db:
+            rows = self._db.execute(
+                f"SELECT id, previous_payload FROM records WHERE {' AND '.join(clauses)}"
+                " ORDER BY first_seq",
+                params,
+            ).fetchall()
+            for record_id, previous in rows:
+                if previous is None:
+                    self._db.execute(
+                        "DELETE FROM records WHERE account_id = ? AND entity = ? AND id = ?",
+                        (account_id, entity, record_id),
+                    )
+                else:
+                    self._db.execute(
+                        "UPDATE records SET payload = ?, previous_payload = NULL, updated_at = ?"
+                        " WHERE account_id = ? AND entity = ? AND id = ?",
+                        (previous, now, account_id, entity, record_id),
+                    )
+                reverted.append(record_id)
+        return reverted
 
     # -- access tokens ------------------------------------------------------------------------
 

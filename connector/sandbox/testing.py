@@ -100,6 +100,35 @@ class SandboxHandle:
         """Forget records, webhook configurations and stats; faults back to the start-up ones."""
         self._call("POST", "/_sandbox/reset")
 
+    # Drift (docs/sandbox.md, "Drift"): the service's state changed behind the connector.
+
+    def edit_records(
+        self, account_id: str, entity: str, ids: list[str], changes: dict[str, Any]
+    ) -> list[str]:
+        """Merge ``changes`` into the stored resources (as staff would); the ids edited."""
+        return self._drift("edit", account_id, entity, ids=ids, changes=changes)["records"]
+
+    def delete_records(self, account_id: str, entity: str, ids: list[str]) -> list[str]:
+        """Delete stored records (as staff would); the ids deleted."""
+        return self._drift("delete", account_id, entity, ids=ids)["records"]
+
+    def revert_records(
+        self,
+        account_id: str,
+        entity: str,
+        ids: list[str] | None = None,
+        *,
+        since_seq: int | None = None,
+    ) -> list[str]:
+        """Undo the last saving sync write of these records, or of every record written after
+        ``since_seq`` (as a restore from an older backup would); the ids reverted."""
+        return self._drift("revert", account_id, entity, ids=ids, sinceSeq=since_seq)["records"]
+
+    def _drift(self, action: str, account_id: str, entity: str, **members: Any) -> dict[str, Any]:
+        body = {"action": action, "accountId": account_id, "entity": entity}
+        body |= {name: value for name, value in members.items() if value is not None}
+        return self._call("POST", "/_sandbox/drift", json=body)
+
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/_sandbox/health")
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -25,15 +26,20 @@ from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationSta
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
+from connector.snapshot import _resend
 from connector.snapshot._accounts import AccountTables
-from connector.snapshot._migrations import LATEST_VERSION, migrate
+from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
     DiffResult,
+    DriftEvent,
     PossiblyStored,
+    ReconciliationPass,
     RecordStatus,
     Refusal,
+    ResendRequest,
+    ResendResult,
     RunRecord,
     UnitStaysRequest,
 )
@@ -421,6 +427,47 @@ class DuckDBSnapshot(AccountTables):
                 cursor.register("counts_frame", frame)
                 cursor.execute("INSERT OR REPLACE INTO run_counts SELECT * FROM counts_frame")
 
+    # -- re-sends, drift and reconciliation passes (connector/snapshot/_resend.py) ----------
+
+    def resend(self, request: ResendRequest) -> ResendResult:
+        cursor = self._connection.cursor()
+        try:
+            return _resend.resend(cursor, request)
+        finally:
+            cursor.close()
+
+    def record_drift(self, events: Sequence[DriftEvent]) -> None:
+        if not events:
+            return
+        with self._transaction() as cursor:
+            _resend.record_drift(cursor, events)
+
+    def open_drift(self, entity: Entity | None = None) -> pd.DataFrame:
+        cursor = self._connection.cursor()
+        try:
+            return _resend.open_drift(cursor, entity)
+        finally:
+            cursor.close()
+
+    def reconciliation_pass(
+        self, connection: str | None, entity: Entity
+    ) -> ReconciliationPass | None:
+        cursor = self._connection.cursor()
+        try:
+            return _resend.reconciliation_pass(cursor, connection, entity)
+        finally:
+            cursor.close()
+
+    def start_reconciliation(
+        self, connection: str | None, entity: Entity, at: datetime
+    ) -> ReconciliationPass:
+        with self._transaction() as cursor:
+            return _resend.start_reconciliation(cursor, connection, entity, at)
+
+    def finish_reconciliation(self, found: ReconciliationPass, at: datetime) -> None:
+        with self._transaction() as cursor:
+            _resend.finish_reconciliation(cursor, found, at)
+
     # -- reads ----------------------------------------------------------------------------
 
     def acknowledged(self, entity: Entity | None = None) -> pd.DataFrame:
@@ -685,15 +732,16 @@ def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
         return memory
     connection = _connect(file, lock_timeout, read_only=True)
     try:
-        (version,) = connection.execute(
-            "SELECT coalesce(max(version), 0) FROM schema_migrations"
-        ).fetchone() or (0,)
+        seen = {
+            int(row[0])
+            for row in connection.execute("SELECT version FROM schema_migrations").fetchall()
+        }
     except duckdb.CatalogException:
-        version = 0
+        seen = set()
     except duckdb.Error as error:
         connection.close()
         raise SnapshotError(f"cannot read the snapshot {file}: {error}") from error
-    if version >= LATEST_VERSION:
+    if seen >= {step.version for step in MIGRATIONS}:
         return connection
     connection.close()
     memory = duckdb.connect(":memory:")

@@ -201,6 +201,42 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        9,
+        "drift found in the service's answers, and full reconciliation passes",
+        (
+            # A record whose acknowledged state the service's answers put in doubt
+            # (docs/drift.md): open (healed_at NULL) until an acknowledgement of the record by
+            # a later run; a drift the revealing answer healed at once is recorded healed.
+            # One row per record: its latest drift.
+            """
+            CREATE TABLE drift (
+                account_id VARCHAR NOT NULL,
+                entity     VARCHAR NOT NULL,
+                record_id  VARCHAR NOT NULL,
+                kind       VARCHAR NOT NULL,   -- connector.drift.DriftKind
+                detail     VARCHAR NOT NULL,
+                found_at   TIMESTAMP NOT NULL,
+                request_id VARCHAR,            -- x-request-id of the answer that revealed it
+                healed_at  TIMESTAMP,          -- NULL: the next run re-sends the record
+                PRIMARY KEY (account_id, entity, record_id)
+            )
+            """,
+            # A full reconciliation re-sends every record of a connection once, over as many
+            # runs as its budget needs: the records acknowledged since ``started_at`` are done,
+            # so the pass resumes where the last run stopped. The rolling refresh needs no
+            # table: a re-send's acknowledgement moves the record's ``acknowledged_at``.
+            """
+            CREATE TABLE reconciliation_passes (
+                connection  VARCHAR NOT NULL,  -- mapping name; '' for runs without one
+                entity      VARCHAR NOT NULL,
+                started_at  TIMESTAMP NOT NULL,
+                finished_at TIMESTAMP,         -- NULL: the next reconciling run resumes it
+                PRIMARY KEY (connection, entity, started_at)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -220,15 +256,27 @@ def current_version(connection: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def applied_versions(connection: duckdb.DuckDBPyConnection) -> set[int]:
+    """The steps the file has seen (creating the bookkeeping table when it is new)."""
+    current_version(connection)
+    rows = connection.execute("SELECT version FROM schema_migrations").fetchall()
+    return {int(row[0]) for row in rows}
+
+
 def migrate(
     connection: duckdb.DuckDBPyConnection,
     migrations: tuple[Migration, ...] = MIGRATIONS,
 ) -> list[int]:
-    """Apply the steps the file has not seen, each in its own transaction; return their versions."""
-    version = current_version(connection)
+    """Apply the steps the file has not seen, each in its own transaction; return their versions.
+
+    A step is missing when the file has no record of it, not when its number is below the
+    file's highest: steps numbered on parallel branches (a file written before a lower-numbered
+    step was merged) are still applied.
+    """
+    seen = applied_versions(connection)
     applied: list[int] = []
     for step in migrations:
-        if step.version <= version:
+        if step.version in seen:
             continue
         connection.execute("BEGIN TRANSACTION")
         try:

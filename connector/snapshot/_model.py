@@ -121,6 +121,65 @@ class PossiblyStored:
 
 
 @dataclass(frozen=True)
+class DriftEvent:
+    """Drift the service's answers revealed (``kind`` set), or an open drift healed (``kind``
+    None): what the snapshot's ``drift`` table records (docs/drift.md)."""
+
+    account_id: str
+    entity: Entity
+    record_id: str
+    kind: str | None  # connector.drift.DriftKind; None: a heal of the record's open drift
+    detail: str
+    request_id: str | None
+    at: datetime
+    healed: bool  # with a kind: the revealing answer healed it at once
+
+
+@dataclass(frozen=True)
+class ResendRequest:
+    """Which acknowledged records of one entity a run re-sends although nothing changed:
+    open drift, then a full reconciliation's remaining records or the rolling refresh's share.
+
+    Only records the service holds in the version this run would send are eligible: records
+    of this run's export whose content equals the acknowledged one, and records the connector
+    retired (deactivated, cancelled) that no form of the export holds any more. A record
+    present but invalid, or gone and left alone, is never re-sent: its acknowledged version
+    may be older than what the service holds.
+    """
+
+    entity: Entity
+    records: pd.DataFrame  # this run's valid records (RECORD_COLUMNS)
+    present_elsewhere: pd.DataFrame  # keys in the export outside ``records`` (quarantined too)
+    sending: pd.DataFrame  # keys the plan sends anyway (account_id, record_id)
+    scope_accounts: frozenset[str]
+    connection: str | None
+    today: date
+    window: DateWindow | None = None  # reservations: retired records with check-in in it only
+    horizon_days: int = 14  # arrivals this close are refreshed first (connector.urgency)
+    include_past_stays: bool = False  # reservations whose check-out is before today
+    refresh_share: float = 0.0  # of the eligible records, rounded up
+    refresh_max: int | None = None  # refresh rows at most (None: no cap)
+    reconcile_since: datetime | None = None  # a pass started then: re-send what is older
+
+
+@dataclass(frozen=True)
+class ResendResult:
+    """Rows to re-send: account_id, record_id, reason (drifted | reconcile | refresh),
+    payload, content_hash, status, checkin, checkout; and the eligible records counted."""
+
+    rows: pd.DataFrame
+    eligible: int  # the base of the refresh share
+
+
+@dataclass(frozen=True)
+class ReconciliationPass:
+    connection: str | None
+    entity: Entity
+    started_at: datetime
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class RunCounts:
     account_id: str
     entity: Entity

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import Protocol
 
 import pandas as pd
@@ -14,8 +14,12 @@ from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
     DiffResult,
+    DriftEvent,
     PossiblyStored,
+    ReconciliationPass,
     Refusal,
+    ResendRequest,
+    ResendResult,
     RunRecord,
     UnitStaysRequest,
 )
@@ -68,6 +72,33 @@ class SnapshotStore(Protocol):
     def possibly_stored(self) -> dict[tuple[str, str, str], str]:
         """(account_id, entity, record_id) → content hash of each change that may be stored."""
         ...
+
+    # Re-sends of acknowledged records, drift, reconciliation passes (docs/drift.md).
+
+    def resend(self, request: ResendRequest) -> ResendResult:
+        """The acknowledged records one entity's run re-sends: open drift, then a
+        reconciliation pass's remainder or the refresh's share (see ``ResendRequest``)."""
+        ...
+
+    def record_drift(self, events: Sequence[DriftEvent]) -> None:
+        """Heal open drift and record drift found, in one transaction."""
+        ...
+
+    def open_drift(self, entity: Entity | None = None) -> pd.DataFrame:
+        """Open drift: account_id, entity, record_id, kind, detail, found_at, request_id."""
+        ...
+
+    def reconciliation_pass(
+        self, connection: str | None, entity: Entity
+    ) -> ReconciliationPass | None:
+        """The connection's latest reconciliation pass of ``entity`` (finished or not)."""
+        ...
+
+    def start_reconciliation(
+        self, connection: str | None, entity: Entity, at: datetime
+    ) -> ReconciliationPass: ...
+
+    def finish_reconciliation(self, found: ReconciliationPass, at: datetime) -> None: ...
 
     def record_run(self, run: RunRecord) -> None: ...
 

@@ -70,6 +70,8 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
             ("synced_accommodations", "service_answers_agree"),
             ("synced_reservations", "service_answers_agree"),
             ("accounts", "accounts_known"),
+            ("synced_accommodations", "drift_healed"),
+            ("synced_reservations", "drift_healed"),
         )
     }
     hotel = dg.AssetKey(["hotel", "synced_reservations"])

@@ -30,7 +30,7 @@ import random
 import signal
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from connector.contract import Entity
 from connector.mapping import load_mapping
 from connector.pipeline import load_batches, plan_sync, sync_batches
 from connector.records import MappedRecords
+from connector.resend import RefreshPolicy, parse_share
 from connector.safety.guard import GuardRules
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot
@@ -57,6 +58,9 @@ from tests.reliability.campaign import MAPPING as CAMPAIGN_MAPPING
 
 SEED = 13_2026
 ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
+# The rolling refresh re-sends acknowledged records in every run (docs/drift.md); it must not
+# change what the service holds. PMS_SYNC_TRUST_REFRESH=off runs the campaign without it.
+REFRESH = os.environ.get("PMS_SYNC_TRUST_REFRESH", "3d")
 MAX_FAULTY_RUNS = 4
 KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, SIGKILLed
 TODAY = date.today()
@@ -252,13 +256,17 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
     for _ in range(50):
         export.add_stay(rng)
     folder, snapshot = tmp_path / "export", tmp_path / "snapshot.duckdb"
-    settings = fast_retry_settings(clean_sandbox.base_url, snapshot, max_attempts=3, timeout=0.5)
+    settings = replace(
+        fast_retry_settings(clean_sandbox.base_url, snapshot, max_attempts=3, timeout=0.5),
+        refresh=RefreshPolicy(share=parse_share(REFRESH, "PMS_SYNC_TRUST_REFRESH")),
+    )
     env = {
         "PMS_SYNC_BASE_URL": clean_sandbox.base_url,
         "PMS_SYNC_TOKEN": TOKEN,
         "PMS_SYNC_SNAPSHOT": str(snapshot),
         "PMS_SYNC_CONCURRENCY": "2",
         "PMS_SYNC_MAX_ATTEMPTS": "2",
+        "PMS_SYNC_REFRESH": REFRESH,
     }
     tally = Tally()
     ever_stored: set[tuple[tuple[str, str], str]] = set()

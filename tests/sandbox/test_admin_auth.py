@@ -36,6 +36,7 @@ ADMIN_REQUESTS = [
     ("GET", "/_sandbox/faults"),
     ("POST", "/_sandbox/faults"),
     ("POST", "/_sandbox/reset"),
+    ("POST", "/_sandbox/drift"),
     ("GET", "/_sandbox/health"),
     ("GET", "/_sandbox/no-such-endpoint"),
     ("DELETE", "/_sandbox/records"),
