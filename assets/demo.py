@@ -15,15 +15,16 @@ from urllib.parse import urlparse
 import dagster as dg
 import httpx
 
-from assets.assets import connection_keys
-from assets.connections import discover, mappings_dir
-from assets.factory import build_definitions
-from assets.jobs import job_name
-from assets.partitions import range_tags
-from assets.resources import DATA_DIR, PROJECT_ROOT, ServiceResource, default_resources
+from assets.project import MAPPINGS_DIR, STATE_DIR
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES
 from connector.sandbox.testing import sandbox_process
+from pms_sync.assets import connection_keys
+from pms_sync.connections import discover, mappings_dir
+from pms_sync.factory import build_definitions
+from pms_sync.jobs import job_name
+from pms_sync.partitions import range_tags
+from pms_sync.resources import ServiceResource, default_resources
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -42,8 +43,8 @@ def sandbox_if_needed(base_url: str) -> Iterator[None]:
     if _answers(base_url) or address.hostname not in ("127.0.0.1", "localhost"):
         yield
         return
-    print(f"starting the sandbox on {base_url} (data in {DATA_DIR / 'sandbox'})")
-    with sandbox_process(DATA_DIR / "sandbox", port=address.port or 80):
+    print(f"starting the sandbox on {base_url} (data in {STATE_DIR / 'sandbox'})")
+    with sandbox_process(STATE_DIR / "sandbox", port=address.port or 80):
         yield
 
 
@@ -67,10 +68,10 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
 
 
 def main() -> int:
-    resources = default_resources()
+    resources = default_resources(STATE_DIR)
     service = resources["service"]
     assert isinstance(service, ServiceResource)
-    folder = mappings_dir(PROJECT_ROOT / "mappings")
+    folder = mappings_dir(MAPPINGS_DIR)
     defs = build_definitions(folder, resources)
     failed = False
     total = 0

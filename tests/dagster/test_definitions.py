@@ -8,8 +8,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.factory import build_definitions
-from assets.partitions import (
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     current_range,

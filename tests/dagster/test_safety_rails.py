@@ -6,12 +6,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.assets import build_assets
-from assets.connections import discover
-from assets.partitions import reservation_partitions
-from assets.resources import SyncChecksResource
-from assets.safety import CHECK_COUNT_ANOMALIES
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.assets import build_assets
+from pms_sync.connections import discover
+from pms_sync.partitions import reservation_partitions
+from pms_sync.resources import SyncChecksResource
+from pms_sync.safety import CHECK_COUNT_ANOMALIES
 from tests.dagster.exports import Export, unit
 
 pytestmark = pytest.mark.slow

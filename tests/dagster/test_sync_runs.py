@@ -7,10 +7,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from assets.factory import build_definitions
-from assets.partitions import range_tags
-from assets.resources import ServiceResource, SyncChecksResource
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import range_tags
+from pms_sync.resources import ServiceResource, SyncChecksResource
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -326,7 +326,7 @@ def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The production policy waits 30 s and more between attempts; the behaviour is the same.
-    monkeypatch.setattr("assets.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
+    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
     service = ServiceResource(
         base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, concurrency=1
     )

@@ -16,28 +16,29 @@ from dataclasses import dataclass, replace
 
 import dagster as dg
 
-from assets.connections import Connection
-from assets.handoff import MappedBatch, SyncOutcome
-from assets.metadata import mapped_metadata, masked_text, sync_metadata
-from assets.partitions import window_of
-from assets.resources import (
-    ServiceResource,
-    SnapshotResource,
-    SourcesResource,
-    SyncChecksResource,
-)
-from assets.safety import (
-    anomaly_check_spec,
-    anomaly_result,
-    raise_if_blocked,
-    raise_if_unusable,
-)
 from connector.budget import format_duration
 from connector.contract import Entity
 from connector.pipeline import SyncReport, load_batches, sync_batches
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules
+from pms_sync.connections import Connection
+from pms_sync.handoff import MappedBatch, SyncOutcome
+from pms_sync.metadata import mapped_metadata, masked_text, sync_metadata
+from pms_sync.partitions import window_of
+from pms_sync.resources import (
+    IO_MANAGER_KEY,
+    ServiceResource,
+    SnapshotResource,
+    SourcesResource,
+    SyncChecksResource,
+)
+from pms_sync.safety import (
+    anomaly_check_spec,
+    anomaly_result,
+    raise_if_blocked,
+    raise_if_unusable,
+)
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
@@ -112,6 +113,7 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
     @dg.asset(
         key=keys.mapped_accommodations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
         description=(
             f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
@@ -137,6 +139,7 @@ def _mapped_reservations(
     @dg.asset(
         key=keys.mapped_reservations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
         partitions_def=partitions,
         # One run per contiguous range: the export is read once for the whole window.
@@ -362,6 +365,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
     @dg.asset(
         key=keys.synced_accommodations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"duckdb"},
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
         pool=SNAPSHOT_POOL,
@@ -423,6 +427,7 @@ def _synced_reservations(
     @dg.asset(
         key=keys.synced_reservations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"duckdb"},
         ins=ins,
         partitions_def=partitions,

@@ -11,8 +11,8 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.connections import Connection
-from assets.partitions import nightly_tags
+from pms_sync.connections import Connection
+from pms_sync.partitions import nightly_tags
 
 Signature = tuple[int, int]  # size in bytes, modification time in nanoseconds
 _IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload")

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.assets import build_assets
-from assets.checks import build_checks
-from assets.connections import Connection, discover
-from assets.jobs import build_job
-from assets.partitions import reservation_partitions
-from assets.resources import default_resources
-from assets.schedules import build_schedule
-from assets.sensors import build_sensor
 from connector.contract import Entity
+from pms_sync.assets import build_assets
+from pms_sync.checks import build_checks
+from pms_sync.connections import Connection, discover
+from pms_sync.jobs import build_job
+from pms_sync.partitions import reservation_partitions
+from pms_sync.resources import default_resources
+from pms_sync.schedules import build_schedule
+from pms_sync.sensors import build_sensor
 
 
 @contextmanager
-def _accepted_preview_apis() -> Iterator[None]:
+def accepted_preview_apis() -> Iterator[None]:
     """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions.md).
 
     ``backfill_policy`` (beta) makes a backfill or the nightly window one run that reads the
@@ -59,7 +59,7 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
 
 def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
     """Definitions for every mapping file of ``folder``, with the given or default resources."""
-    with _accepted_preview_apis():
+    with accepted_preview_apis():
         connections = [connection_definitions(connection) for connection in discover(folder)]
     return dg.Definitions.merge(
         *connections,

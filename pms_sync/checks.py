@@ -13,12 +13,12 @@ import json
 import dagster as dg
 import pandas as pd
 
-from assets.assets import SNAPSHOT_POOL, connection_keys, entities_of
-from assets.connections import Connection
-from assets.handoff import MappedBatch
-from assets.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
-from assets.resources import SnapshotResource, SyncChecksResource
 from connector.contract import Entity
+from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
+from pms_sync.connections import Connection
+from pms_sync.handoff import MappedBatch
+from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
+from pms_sync.resources import SnapshotResource, SyncChecksResource
 
 CHECK_QUARANTINE = "quarantine_below_threshold"
 CHECK_UNIT_IDS = "unit_ids_known"

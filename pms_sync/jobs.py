@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.connections import Connection
+from pms_sync.connections import Connection
 
 
 def job_name(connection: Connection) -> str:

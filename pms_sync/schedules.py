@@ -3,8 +3,8 @@
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.connections import Connection
-from assets.partitions import nightly_tags
+from pms_sync.connections import Connection
+from pms_sync.partitions import nightly_tags
 
 
 def build_schedule(

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.metadata import SAMPLE_ROWS, markdown_table
-from assets.resources import SnapshotResource, SyncChecksResource
 from connector.contract import Entity
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES, Outcome
 from connector.safety.anomalies import CurrentCounts, Severity, count_anomalies, history
+from pms_sync.metadata import SAMPLE_ROWS, markdown_table
+from pms_sync.resources import SnapshotResource, SyncChecksResource
 
 CHECK_COUNT_ANOMALIES = "count_anomalies"
 
