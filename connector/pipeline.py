@@ -307,6 +307,7 @@ def sync_batches(
     guard: GuardRules | None = None,
     allow_mass_change: bool = False,
     release_units_with_stays: bool = False,
+    by_checkin: bool = False,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
 
@@ -314,7 +315,8 @@ def sync_batches(
     an account over a limit unless ``allow_mass_change``; the report's status is then
     ``blocked`` and ``report.guard.message()`` says why and how to approve. A unit that
     guests still stay in is not deactivated unless ``release_units_with_stays`` or
-    ``allow_mass_change`` approves it.
+    ``allow_mass_change`` approves it. ``by_checkin`` keeps the reservations' counts per
+    check-in day too, so the report can be split by window (``connector.windowed_report``).
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
@@ -330,6 +332,7 @@ def sync_batches(
             today=today,
             urgency=settings.urgency,
             release_units_with_stays=release_units_with_stays or allow_mass_change,
+            by_checkin=by_checkin,
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         diff_sample = field_changes(_updates_first(plan.changes), snapshot, limit=_SAMPLE)

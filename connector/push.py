@@ -59,6 +59,9 @@ class Outcome(StrEnum):
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 
+CheckinKey = tuple[str, str, date | None, str]
+"""(entity, account_id, check-in day, urgency class) of :attr:`PushResult.by_checkin`."""
+
 ProgressCallback = Callable[[int, int], None]
 """Called with (changes answered or settled, changes in the plan)."""
 
@@ -126,6 +129,10 @@ class PushResult:
     # Acknowledged answers of "skipped" or "already known" explained by an earlier attempt of
     # the same record in this run whose answer was lost: not disagreements.
     resent_after_lost_answer: int = 0
+    # Per (entity, account, check-in day, urgency class): every outcome, "requests", "held"
+    # (held back), "deferred" and "unconfirmed", so a run over several months can report each
+    # month's own figures (connector.windowed_report). A few hundred keys for a year of stays.
+    by_checkin: dict[CheckinKey, Counter[str]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -138,6 +145,13 @@ class PushResult:
     def unsent(self) -> Counter[str]:
         """Per urgency class: changes not acknowledged by this run (deferred or pending)."""
         return self.deferred + self.pending_by_urgency
+
+    def checkin_tally(self, change: _Change) -> Counter[str]:
+        key = (change.entity, change.account_id, change.checkin, change.urgency)
+        counter = self.by_checkin.get(key)
+        if counter is None:
+            counter = self.by_checkin[key] = Counter()
+        return counter
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
         # Called several times per change: no new Counter unless the key is new.
@@ -306,6 +320,7 @@ def _hold_back(
             held_record(change.entity, change.account_id, change.record_id, change.action, found)
         )
         result.tally(change.entity, change.account_id)["held"] += 1
+        result.checkin_tally(change)["held"] += 1
         progress.advance()
     return send
 
@@ -342,6 +357,7 @@ async def _push_phase(
             if not gate.take():
                 # Out of budget: left unsent, so the next run plans it again (urgency order).
                 result.deferred[change.urgency] += 1
+                result.checkin_tally(change)["deferred"] += 1
                 progress.advance()
                 continue
             answered = first_answer.get(change.account_id)
@@ -377,6 +393,7 @@ def _record(
     result.requests += attempts.attempts
     result.unconfirmed_answers += attempts.unconfirmed_answers
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
+    result.checkin_tally(change)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
         _check_answer(change, attempts, result, recorder.may_hold(change))
@@ -402,6 +419,7 @@ def _record(
         outcome = Outcome.PENDING
         if attempts.delivery == Delivery.UNCONFIRMED:
             result.unconfirmed += 1
+            result.checkin_tally(change)["unconfirmed"] += 1
         if attempts.answer_lost_before:
             recorder.possibly_stored(
                 PossiblyStored(
@@ -477,6 +495,7 @@ def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
     if outcome == Outcome.PENDING:
         result.pending_by_urgency[change.urgency] += 1
     result.tally(change.entity, change.account_id)[str(outcome)] += 1
+    result.checkin_tally(change)[str(outcome)] += 1
 
 
 @dataclass(frozen=True, slots=True)

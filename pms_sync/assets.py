@@ -22,9 +22,24 @@ from connector.pipeline import SyncReport, load_batches, sync_batches
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules
+from connector.windowed_report import records_within, report_within
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch, SyncOutcome
-from pms_sync.metadata import mapped_metadata, masked_text, sync_metadata
+from pms_sync.metadata import (
+    RUN_LEVEL_SYNC_KEYS,
+    mapped_metadata,
+    masked_text,
+    run_sync_metadata,
+    sync_metadata,
+)
+from pms_sync.partition_reports import (
+    ANOMALY_COUNTS_KEY,
+    add_partition_metadata,
+    anomaly_counts_metadata,
+    partition_check_events,
+    partition_history,
+    partition_windows,
+)
 from pms_sync.partitions import window_of
 from pms_sync.resources import (
     IO_MANAGER_KEY,
@@ -36,6 +51,7 @@ from pms_sync.resources import (
 from pms_sync.safety import (
     anomaly_check_spec,
     anomaly_result,
+    current_counts,
     raise_if_blocked,
     raise_if_unusable,
 )
@@ -157,9 +173,22 @@ def _mapped_reservations(
         context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
         with sources.environment():
             batch = _map(connection, Entity.RESERVATION, window=window, snapshot=snapshot)
-        metadata = mapped_metadata(batch.records)
-        metadata["window"] = dg.MetadataValue.text(f"{window.start} .. {window.end}")
-        return dg.MaterializeResult(value=batch, metadata=metadata)
+        # Each month's materialization carries that month's records and problems.
+        by_partition = {}
+        for key, month in partition_windows(context).items():
+            metadata = mapped_metadata(records_within(batch.records, month))
+            del metadata["validated_before"]  # counted for the whole run only
+            metadata["window"] = dg.MetadataValue.text(f"{month.start} .. {month.end}")
+            by_partition[key] = metadata
+        add_partition_metadata(context, by_partition)
+        return dg.MaterializeResult(
+            value=batch,
+            metadata={
+                "run_window": dg.MetadataValue.text(f"{window.start} .. {window.end}"),
+                "run_records": dg.MetadataValue.int(len(batch.records.records)),
+                "run_validated_before": dg.MetadataValue.int(batch.records.known_valid),
+            },
+        )
 
     return mapped_reservations
 
@@ -167,33 +196,40 @@ def _mapped_reservations(
 # -- syncing ------------------------------------------------------------------------------
 
 
-def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpec]:
+def _sync_check_specs(
+    key: dg.AssetKey, entity: Entity, partitions: dg.PartitionsDefinition | None = None
+) -> list[dg.AssetCheckSpec]:
+    # Checks of the partitioned reservations are partitioned too: one result per month.
     specs = [
         dg.AssetCheckSpec(
             CHECK_NO_NEW_DEAD_LETTERS,
             asset=key,
+            partitions_def=partitions,
             description="The service refused no record in this sync (400/403 → dead letters).",
         ),
         dg.AssetCheckSpec(
             CHECK_ACCOUNTS_AUTHENTICATED,
             asset=key,
+            partitions_def=partitions,
             description="The service accepted the credentials of every account of the export.",
         ),
         dg.AssetCheckSpec(
             CHECK_ANSWERS_AGREE,
             asset=key,
+            partitions_def=partitions,
             description=(
                 "Every answer of the service confirmed what was sent: no 2xx without the "
                 "documented body, no counts that contradict the request (docs/decisions.md)."
             ),
         ),
-        anomaly_check_spec(key),
+        anomaly_check_spec(key, partitions),
     ]
     if entity == Entity.RESERVATION:
         specs.append(
             dg.AssetCheckSpec(
                 CHECK_UPCOMING_SENT,
                 asset=key,
+                partitions_def=partitions,
                 description=(
                     "Every change of an upcoming arrival (or a stay in progress) reached the "
                     "service; those a budget or the rate limits left behind are counted."
@@ -209,6 +245,7 @@ def _sync(
     service: ServiceResource,
     snapshot: SnapshotResource,
     sync_checks: SyncChecksResource,
+    by_checkin: bool = False,
 ) -> SyncReport:
     return sync_batches(
         {batch.entity: batch.records},
@@ -219,6 +256,7 @@ def _sync(
         guard=GuardRules.from_mapping(connection.mapping),
         allow_mass_change=sync_checks.allow_mass_change,
         release_units_with_stays=sync_checks.allow_deactivation_with_stays,
+        by_checkin=by_checkin,
     )
 
 
@@ -297,6 +335,10 @@ def _upcoming_sent_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheck
             "eta": dg.MetadataValue.text(format_duration(upcoming.eta_s)),
         },
     )
+
+
+def _specs_by_key(context: dg.AssetExecutionContext) -> dict[dg.AssetCheckKey, dg.AssetCheckSpec]:
+    return {spec.key: spec for spec in context.assets_def.check_specs}
 
 
 def _refused(report: SyncReport) -> dict[str, str]:
@@ -434,7 +476,7 @@ def _synced_reservations(
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
-        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION),
+        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
             "acknowledged by the service: created, updated, and (if the mapping says so) future "
@@ -462,23 +504,32 @@ def _synced_reservations(
             # left the export holds none, so take the accounts of the full units export too.
             scope = accommodations.accounts | frozenset(mapped.records.accounts)
             mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
-        report = _sync(connection, mapped, service, snapshot, sync_checks)
+        report = _sync(connection, mapped, service, snapshot, sync_checks, by_checkin=True)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
-        yield dg.MaterializeResult(
-            metadata=sync_metadata(report, str(Entity.RESERVATION)),
-            check_results=[
-                *_check_results(keys.synced_reservations, report, refused, Entity.RESERVATION),
-                anomaly_result(
-                    keys.synced_reservations,
-                    report,
-                    str(Entity.RESERVATION),
-                    snapshot,
-                    sync_checks,
-                ),
-            ],
-        )
+        # One materialization and one result per check per month, each with the month's own
+        # figures; a month is compared with its own history by count_anomalies.
+        key = keys.synced_reservations
+        by_partition: dict[str, dict[str, object]] = {}
+        results: list[tuple[str, dg.AssetCheckResult]] = []
+        for partition, month in partition_windows(context).items():
+            part = report_within(report, mapped.records, month)
+            counts = current_counts(part, str(Entity.RESERVATION))
+            metadata = sync_metadata(part, str(Entity.RESERVATION))
+            for name in RUN_LEVEL_SYNC_KEYS:
+                metadata.pop(name, None)
+            metadata[ANOMALY_COUNTS_KEY] = anomaly_counts_metadata(counts)
+            by_partition[partition] = metadata
+            past = partition_history(context, key, partition, sync_checks.anomaly_history_runs)
+            checked = [
+                *_check_results(key, part, _refused(part), Entity.RESERVATION),
+                anomaly_result(key, part, str(Entity.RESERVATION), snapshot, sync_checks, past),
+            ]
+            results += [(partition, result) for result in checked]
+        add_partition_metadata(context, by_partition)
+        yield dg.MaterializeResult(metadata=run_sync_metadata(report))
+        yield from partition_check_events(context, results, _specs_by_key(context))
         raise_if_unusable(report)
         raise_if_blocked(report)
         if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:

@@ -16,27 +16,52 @@ from tests.dagster.exports import Export, booking, unit
 pytestmark = pytest.mark.slow
 
 
-def run(defs: dg.Definitions, start: str, end: str | None = None) -> dg.ExecuteInProcessResult:
+def run(
+    defs: dg.Definitions,
+    start: str,
+    end: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> dg.ExecuteInProcessResult:
     """One run of the hotel job over the partitions [start, end] (a single-run window)."""
     job = defs.resolve_job_def("hotel_sync")
     window = dg.PartitionKeyRange(start, end or start)
-    return job.execute_in_process(tags=range_tags(window), raise_on_error=False)
+    return job.execute_in_process(tags=range_tags(window), raise_on_error=False, instance=instance)
 
 
 def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The metadata of the asset's (first) materialization: of a run of one partition."""
     (materialization, *_) = result.asset_materializations_for_node(f"hotel__{asset}")
     return {key: value.value for key, value in materialization.metadata.items()}
 
 
-def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], bool]:
+def by_partition(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, dict[str, Any]]:
     return {
-        (e.asset_key.path[-1], e.check_name): e.passed
-        for e in (
-            event.event_specific_data
-            for event in result.all_events
-            if event.event_type_value == "ASSET_CHECK_EVALUATION"
-        )
+        str(m.partition): {key: value.value for key, value in m.metadata.items()}
+        for m in result.asset_materializations_for_node(f"hotel__{asset}")
     }
+
+
+def summed(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The counts of every partition of the run added up (text: the first partition's)."""
+    total: dict[str, Any] = {}
+    for values in by_partition(result, asset).values():
+        for key, value in values.items():
+            if isinstance(value, int) and not key.startswith("run_"):
+                total[key] = total.get(key, 0) + value
+            else:
+                total.setdefault(key, value)
+    return total
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], bool]:
+    """Per check: whether it passed, on every partition it was evaluated for."""
+    passed: dict[tuple[str, str], bool] = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            check = event.event_specific_data
+            key = (check.asset_key.path[-1], check.check_name)
+            passed[key] = passed.get(key, True) and check.passed
+    return passed
 
 
 def sync_requests(sandbox: SandboxHandle) -> int:
@@ -75,7 +100,7 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     assert stays(clean_sandbox) == {f"B{i}" for i in range(12)}
     units, stays_sent = (
         metadata(first, "synced_accommodations"),
-        metadata(first, "synced_reservations"),
+        summed(first, "synced_reservations"),
     )
     assert (units["create"], units["acknowledged"], units["requests"]) == (3, 3, 3)
     assert (stays_sent["create"], stays_sent["acknowledged"]) == (12, 12)
@@ -86,8 +111,8 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
         "cancel",
         "dead_lettered",
         "pending",
-        "duration_s",
-        "records_per_second",
+        "run_duration_s",
+        "run_records_per_second",
     ):
         assert isinstance(stays_sent[numeric], int | float)
     assert all(checks(first).values())
@@ -99,13 +124,13 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     assert sync_requests(clean_sandbox) == sent
     assert metadata(second, "synced_accommodations")["skip"] == 3
     assert (
-        metadata(second, "synced_reservations")["skip"],
-        metadata(second, "synced_reservations")["requests"],
+        summed(second, "synced_reservations")["skip"],
+        summed(second, "synced_reservations")["requests"],
     ) == (12, 0)
     # The second mapping read the payloads the service acknowledged: none validated again.
-    assert metadata(first, "mapped_reservations")["validated_before"] == 0
+    assert metadata(first, "mapped_reservations")["run_validated_before"] == 0
     assert metadata(second, "mapped_accommodations")["validated_before"] == 3
-    assert metadata(second, "mapped_reservations")["validated_before"] == 12
+    assert metadata(second, "mapped_reservations")["run_validated_before"] == 12
 
 
 def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
@@ -160,6 +185,80 @@ def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_a
     }
     assert partitions == {"2025-03", "2025-04", "2025-05"}
     assert stays(clean_sandbox) == {f"B{i}" for i in range(12) if MONTHS[i % 4] != 6}
+
+
+def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_results(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")])
+    resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    result = run(defs, "2025-01", "2025-12")
+
+    assert result.success
+    months = {f"2025-{m:02d}": sum(MONTHS[i % 4] == m for i in range(12)) for m in range(1, 13)}
+    synced = by_partition(result, "synced_reservations")
+    mapped = by_partition(result, "mapped_reservations")
+    assert {month: values["create"] for month, values in synced.items()} == months
+    assert {month: values["acknowledged"] for month, values in synced.items()} == months
+    assert {month: values["records"] for month, values in mapped.items()} == months
+    assert {m: v["quarantined_rows"] for m, v in mapped.items() if v["quarantined_rows"]} == {
+        "2025-05": 1
+    }
+    assert synced["2025-01"]["requests"] == 0 and synced["2025-03"]["requests"] == months["2025-03"]
+    assert synced["2025-03"]["window"] == "2025-03-01 .. 2025-04-01"
+    assert {values["run_requests"] for values in synced.values()} == {12}
+    evaluations = [
+        event.event_specific_data
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        and event.event_specific_data.asset_key.path[-1] == "synced_reservations"
+    ]
+    assert {(e.check_name, e.partition) for e in evaluations} == {
+        (check, month)
+        for check in (
+            "no_new_dead_letters",
+            "accounts_authenticated",
+            "service_answers_agree",
+            "count_anomalies",
+            "upcoming_arrivals_sent",
+        )
+        for month in months
+    }
+    quarantine = {
+        e.partition: e.passed
+        for e in (event.event_specific_data for event in result.all_events)
+        if getattr(e, "check_name", None) == "quarantine_below_threshold" and e.partition
+    }
+    assert quarantine == dict.fromkeys(months, True)
+
+
+def test_count_anomalies_compares_a_month_with_its_own_history(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    many = [booking(i, date(2025, 3 if i < 30 else 4, 1 + i % 28)) for i in range(33)]
+    hotel.write(UNITS, many)
+    defs = build_definitions(hotel.folder.parent, resources)
+    instance = dg.DagsterInstance.ephemeral()  # the history lives in the instance's event log
+    for _ in range(2):  # March holds 30 stays, April 3
+        assert run(defs, "2025-03", "2025-04", instance).success
+
+    april = run(defs, "2025-04", instance=instance)
+
+    # Three stays are April's usual count, not a drop against the 33 of the two months.
+    assert checks(april)[("synced_reservations", "count_anomalies")]
+    hotel.write(UNITS, many[:32])  # one of April's stays left the export
+    dropped = run(defs, "2025-04", instance=instance)
+    (anomaly,) = [
+        e.event_specific_data
+        for e in dropped.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.check_name == "count_anomalies"
+        and e.event_specific_data.asset_key.path[-1] == "synced_reservations"
+    ]
+    assert (anomaly.partition, anomaly.passed) == ("2025-04", False)
+    assert "2 rows extracted, -33% against the median 3" in anomaly.description
 
 
 def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
@@ -380,7 +479,7 @@ def test_a_budgeted_run_warns_of_the_upcoming_arrivals_it_left_unsent_and_shows_
 
     assert result.success  # a budget leaves work for the next run; it is not a failure
     assert checks(result)[("synced_reservations", "upcoming_arrivals_sent")] is False
-    synced = metadata(result, "synced_reservations")
+    synced = summed(result, "synced_reservations")
     assert (synced["acknowledged"], synced["deferred"], synced["unsent_upcoming"]) == (4, 2, 2)
-    assert "| upcoming | 2 |" in synced["backlog"]
+    assert "| upcoming | 2 |" in metadata(result, "synced_reservations")["run_backlog"]
     assert len(stays(clean_sandbox)) == 4
