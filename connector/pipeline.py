@@ -19,6 +19,7 @@ import pandas as pd
 from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
+from connector.errors import ConfigError
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
@@ -182,16 +183,27 @@ def load_batches(
     entities: Collection[Entity] | None = None,
     window: DateWindow | None = None,
     snapshot_path: str | Path | None = None,
+    input_paths: Mapping[str, str | Path] | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
     With ``snapshot_path``, payloads the service acknowledged and the current contract already
     validated are not validated again (``connector.snapshot.validated_payloads``).
+    ``input_paths`` reads a file input from another file for this run (input name → path,
+    e.g. the export that landed in a drop folder).
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
 
     mapping = load_mapping(mapping_path)
+    for name, path in (input_paths or {}).items():
+        source = mapping.inputs.get(name)
+        if source is None or not hasattr(source, "path"):
+            raise ConfigError(
+                f"input_paths names {name!r}, which is not a file input of {mapping_path} "
+                f"(file inputs: {', '.join(n for n, s in mapping.inputs.items() if hasattr(s, 'path'))})"
+            )
+        mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
     check_mapping_exports(mapping)  # an export still being written is never read
     validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
     batches = map_records(mapping, entities=entities, window=window, validated=validated)

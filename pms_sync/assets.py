@@ -11,10 +11,13 @@ partition range maps, diffs, pushes and reconciles only that window. Each functi
 ``connector/`` and turns its report into metadata; it decides nothing itself.
 """
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import dagster as dg
+from pydantic import Field
 
 from connector.budget import format_duration
 from connector.contract import Entity
@@ -24,6 +27,7 @@ from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules
 from connector.windowed_report import records_within, report_within
 from pms_sync.connections import Connection
+from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome
 from pms_sync.metadata import (
     RUN_LEVEL_SYNC_KEYS,
@@ -55,6 +59,7 @@ from pms_sync.safety import (
     raise_if_blocked,
     raise_if_unusable,
 )
+from pms_sync.storage import OPTIONAL_INPUT
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
@@ -64,7 +69,21 @@ SYNC_RETRY = dg.RetryPolicy(
 )
 """Retries of a sync step whose changes stayed pending after the client's own retries (the
 service was down or rate-limited for minutes). A retry re-plans from the snapshot, so what
-was acknowledged before is a skip and is not sent again."""
+was acknowledged before is a skip and is not sent again. Bounded in time as well:
+``service.retry_window_s`` after its first attempt a step is not retried any more."""
+
+
+class ExportFilesConfig(dg.Config):
+    """Run config of a mapped asset: files to read instead of the mapping's own inputs."""
+
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Input name -> file to read for it in this run (a drop-folder sensor sets it to "
+            "the export that landed). Inputs of the mapping not named here read their own path."
+        ),
+    )
+
 
 CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
 CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
@@ -113,11 +132,21 @@ def build_assets(
 
 
 def _map(
-    connection: Connection, entity: Entity, window: DateWindow | None, snapshot: SnapshotResource
+    connection: Connection,
+    entity: Entity,
+    window: DateWindow | None,
+    snapshot: SnapshotResource,
+    files: dict[str, str],
 ) -> MappedBatch:
     # The snapshot is only read (the payloads it knows valid): mapping takes no write lock.
     batches, policy = load_batches(
-        connection.path, entities=[entity], window=window, snapshot_path=snapshot.path
+        connection.path,
+        entities=[entity],
+        window=window,
+        snapshot_path=snapshot.path,
+        input_paths={
+            name: path for name, path in files.items() if name in entity_inputs(connection, entity)
+        },
     )
     records = batches.get(entity) or MappedRecords(entity)
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
@@ -131,6 +160,9 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         group_name=connection.name,
         io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
+        deps=[
+            export_key(connection, name) for name in entity_inputs(connection, Entity.ACCOMMODATION)
+        ],
         description=(
             f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
             f"`{connection.path.name}` and validated against the service's contract; invalid "
@@ -138,10 +170,13 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ),
     )
     def mapped_accommodations(
-        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
+        context: dg.AssetExecutionContext,
+        config: ExportFilesConfig,
+        sources: SourcesResource,
+        snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
         with sources.environment():
-            batch = _map(connection, Entity.ACCOMMODATION, window=None, snapshot=snapshot)
+            batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files)
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
     return mapped_accommodations
@@ -158,6 +193,9 @@ def _mapped_reservations(
         io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
         partitions_def=partitions,
+        deps=[
+            export_key(connection, name) for name in entity_inputs(connection, Entity.RESERVATION)
+        ],
         # One run per contiguous range: the export is read once for the whole window.
         backfill_policy=dg.BackfillPolicy.single_run(),
         description=(
@@ -167,12 +205,15 @@ def _mapped_reservations(
         ),
     )
     def mapped_reservations(
-        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
+        context: dg.AssetExecutionContext,
+        config: ExportFilesConfig,
+        sources: SourcesResource,
+        snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
         window = window_of(context.partition_time_window)
         context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
         with sources.environment():
-            batch = _map(connection, Entity.RESERVATION, window=window, snapshot=snapshot)
+            batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files)
         # Each month's materialization carries that month's records and problems.
         by_partition = {}
         for key, month in partition_windows(context).items():
@@ -345,7 +386,38 @@ def _refused(report: SyncReport) -> dict[str, str]:
     return {account: str(error) for account, error in report.push.stopped_accounts.items()}
 
 
-def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: bool) -> None:
+def _freshness(connection: Connection) -> dg.FreshnessPolicy:
+    # A nightly run that did not happen (or failed) turns the synced assets stale in the UI.
+    hours = float(connection.dagster.freshness_hours)
+    return dg.FreshnessPolicy.time_window(
+        fail_window=timedelta(hours=hours), warn_window=timedelta(hours=hours * 0.9)
+    )
+
+
+def _may_retry(context: dg.AssetExecutionContext, window_s: float) -> tuple[bool, float]:
+    """Whether a retry of this step would still start within ``window_s`` of its first
+    attempt, and the seconds since that attempt."""
+    from dagster._core.events import DagsterEventType
+
+    step = str(context.op_execution_context.node_handle)  # the step key of an asset's op
+    starts = [
+        entry.timestamp
+        for entry in context.instance.all_logs(
+            context.run.run_id, of_type=DagsterEventType.STEP_START
+        )
+        if entry.step_key == step
+    ]
+    elapsed = time.time() - min(starts) if starts else 0.0
+    delay = float(SYNC_RETRY.calculate_delay(context.retry_number + 1))
+    return elapsed + delay <= window_s, elapsed
+
+
+def _raise_for_problems(
+    report: SyncReport,
+    refused: dict[str, str],
+    last_sync: bool,
+    retry: Callable[[], tuple[bool, float]] = lambda: (True, 0.0),
+) -> None:
     """Fail the step after its results are recorded, for the problems a data engineer must see.
 
     Pending changes of accounts that authenticated mean transient faults outlasted the client's
@@ -364,11 +436,20 @@ def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: 
         for problem in report.push.problems
         if problem.outcome == Outcome.FAILED and problem.account_id not in refused
     ]
-    if pending:
+    may_retry, elapsed = retry() if pending else (True, 0.0)
+    if pending and may_retry:
         raise dg.Failure(
             f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx); "
             "a retry sends only those, acknowledged records are not sent again",
             allow_retries=True,
+        )
+    if pending:
+        raise dg.Failure(
+            f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx) "
+            f"{elapsed:.0f} s after the step's first attempt: not retried any more (the "
+            "resource's service.retry_window_s). The next run sends them; acknowledged "
+            "records are not sent again",
+            allow_retries=False,
         )
     if failed:
         first = failed[0]
@@ -412,6 +493,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
+        freshness_policy=_freshness(connection),
         check_specs=_sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
         description=(
             f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
@@ -452,7 +534,9 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         raise_if_blocked(report)
         # The reservations' sync of the same run reports the refused accounts at the end.
         last = not _runs_in_same_run(context, keys.synced_reservations)
-        _raise_for_problems(report, refused, last_sync=last)
+        _raise_for_problems(
+            report, refused, last, lambda: _may_retry(context, service.retry_window_s)
+        )
 
     return synced_accommodations
 
@@ -464,7 +548,11 @@ def _synced_reservations(
     ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
     if has_accommodations:
         # Units first: a reservation references its unit, so it is sent after the units' sync.
-        ins["accommodations"] = dg.AssetIn(keys.synced_accommodations)
+        # Optional: a run of the reservations alone on an instance that never synced the units
+        # works too (reconciling only the accounts of its own window).
+        ins["accommodations"] = dg.AssetIn(
+            keys.synced_accommodations, metadata={OPTIONAL_INPUT: True}
+        )
 
     @dg.asset(
         key=keys.synced_reservations,
@@ -476,6 +564,7 @@ def _synced_reservations(
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
+        freshness_policy=_freshness(connection),
         check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
@@ -498,6 +587,12 @@ def _synced_reservations(
                 f"the mapped reservations cover {mapped.window}, this run covers {window}: "
                 "materialize mapped_reservations in the same run",
                 allow_retries=False,
+            )
+        if accommodations is None and has_accommodations:
+            context.log.warning(
+                "the units were never synced through Dagster (no synced_accommodations output): "
+                "syncing the reservations alone; a stay whose unit the service does not know "
+                "is held back. Select the whole job (or the units too) to sync both."
             )
         if accommodations is not None and mapped.policy.accounts is None:
             # The plan reconciles only accounts present in its batch; a month whose stays all
@@ -534,6 +629,8 @@ def _synced_reservations(
         raise_if_blocked(report)
         if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
             refused = {**accommodations.refused_accounts, **refused}
-        _raise_for_problems(report, refused, last_sync=True)
+        _raise_for_problems(
+            report, refused, True, lambda: _may_retry(context, service.retry_window_s)
+        )
 
     return synced_reservations

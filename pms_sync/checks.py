@@ -24,6 +24,7 @@ from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, qua
 from pms_sync.partition_reports import partition_check_events
 from pms_sync.partitions import window_of
 from pms_sync.resources import SnapshotResource, SyncChecksResource
+from pms_sync.storage import OPTIONAL_INPUT
 
 CHECK_QUARANTINE = "quarantine_below_threshold"
 CHECK_UNIT_IDS = "unit_ids_known"
@@ -224,7 +225,12 @@ def _unit_ids_check(
     if has_accommodations:
 
         @dg.asset_check(
-            **options, additional_ins={"accommodations": dg.AssetIn(keys.mapped_accommodations)}
+            **options,
+            additional_ins={
+                "accommodations": dg.AssetIn(
+                    keys.mapped_accommodations, metadata={OPTIONAL_INPUT: True}
+                )
+            },
         )
         def unit_ids_known(
             context: dg.AssetCheckExecutionContext,

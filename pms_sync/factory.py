@@ -13,11 +13,12 @@ from connector.contract import Entity
 from pms_sync.assets import build_assets
 from pms_sync.checks import build_checks
 from pms_sync.connections import Connection, discover
+from pms_sync.exports import export_specs
 from pms_sync.jobs import build_job
 from pms_sync.partitions import reservation_partitions
 from pms_sync.resources import default_resources
 from pms_sync.schedules import build_schedule
-from pms_sync.sensors import build_sensor
+from pms_sync.sensors import build_sensors
 
 
 @contextmanager
@@ -41,19 +42,22 @@ def accepted_preview_apis() -> Iterator[None]:
 
 
 def connection_definitions(connection: Connection) -> dg.Definitions:
-    """Assets, checks, job, nightly schedule and (with a drop folder) sensor of one connection."""
+    """Everything of one connection: the place where its definitions are assembled.
+
+    The PMS exports (external assets), the mapped and synced assets and their checks, the job,
+    the nightly schedule and, with a drop folder, its sensors.
+    """
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
     job = build_job(connection)
     # Only reservations are partitioned: a units-only connection's runs carry no window.
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
-    sensor = build_sensor(connection, job, window)
     return dg.Definitions(
-        assets=build_assets(connection, partitions),
+        assets=[*export_specs(connection), *build_assets(connection, partitions)],
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
         schedules=[build_schedule(connection, job, window)],
-        sensors=[sensor] if sensor else [],
+        sensors=build_sensors(connection, job, window),
     )
 
 

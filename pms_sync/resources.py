@@ -79,6 +79,14 @@ class ServiceResource(dg.ConfigurableResource):
         default=5, description="Attempts per record for transient faults (first one included)."
     )
     timeout: float = Field(default=30.0, description="Read timeout per request, seconds.")
+    retry_window_s: float = Field(
+        default=300.0,
+        description=(
+            "A sync step whose changes stay pending is retried (up to 3 times, 30 s, 60 s, "
+            "120 s apart) only while the retry would start within this many seconds of the "
+            "step's first attempt; then it fails and the next run sends them."
+        ),
+    )
 
     def tokens(self) -> AccountTokens:
         per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}

@@ -346,6 +346,13 @@ class DagsterSettings(StrictModel):
         pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
         description="First month (YYYY-MM) of monthly check-in partitions of reservations.",
     )
+    freshness_hours: float = Field(
+        default=26,
+        gt=0,
+        description="Hours after the last sync at which the synced assets turn stale (fail "
+        "their freshness policy in the UI); they warn after 90 % of it. The default is a "
+        "nightly run plus two hours.",
+    )
 
 
 class SafetySettings(StrictModel):

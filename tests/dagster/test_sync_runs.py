@@ -10,7 +10,8 @@ import pytest
 from connector.sandbox.testing import SandboxHandle
 from pms_sync.factory import build_definitions
 from pms_sync.partitions import range_tags
-from pms_sync.resources import ServiceResource, SyncChecksResource
+from pms_sync.resources import IO_MANAGER_KEY, ServiceResource, SyncChecksResource
+from pms_sync.storage import MappedRecordsIOManager
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -450,9 +451,10 @@ def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the
 ) -> None:
     hotel.write(UNITS, None)
     defs = build_definitions(hotel.folder.parent, resources)
-    assert {key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
-        "mapped_accommodations",
-        "synced_accommodations",
+    assert {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
+        "hotel/pms/units",
+        "hotel/mapped_accommodations",
+        "hotel/synced_accommodations",
     }
     tick = datetime(2026, 5, 14, 2, 0, tzinfo=UTC)
     with dg.build_schedule_context(scheduled_execution_time=tick) as context:
@@ -483,3 +485,91 @@ def test_a_budgeted_run_warns_of_the_upcoming_arrivals_it_left_unsent_and_shows_
     assert (synced["acknowledged"], synced["deferred"], synced["unsent_upcoming"]) == (4, 2, 2)
     assert "| upcoming | 2 |" in metadata(result, "synced_reservations")["run_backlog"]
     assert len(stays(clean_sandbox)) == 4
+
+
+def test_a_file_landed_in_the_drop_folder_is_what_the_run_syncs_and_is_archived_with_its_run_id(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    soon = [date.fromordinal(date.today().toordinal() + days) for days in (5, 6, 7)]
+    hotel.write(UNITS, [booking(1, soon[0])], extra="  drop_folder: inbox\n")
+    inbox = hotel.folder / "inbox"
+    inbox.mkdir()
+    landed = Export(inbox, "hotel")  # writes units.csv and bookings.csv into the inbox
+    # The sensor's run covers the nightly window (last month to twelve ahead).
+    landed.write(UNITS, [booking(7, soon[1]), booking(8, soon[2])])
+    landed.mapping.unlink()
+    (inbox / "units.csv").unlink()
+    defs = build_definitions(hotel.folder.parent, resources)
+    instance = dg.DagsterInstance.ephemeral()
+    with dg.build_sensor_context(cursor=None, definitions=defs, instance=instance) as context:
+        (request,) = (
+            defs.resolve_sensor_def("hotel_drop_folder").evaluate_tick(context).run_requests
+        )
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(
+        run_config=request.run_config, tags=request.tags, instance=instance
+    )
+
+    assert result.success
+    assert stays(clean_sandbox) == {"B7", "B8"}  # the landed bookings, not the mapping's own
+    (event,) = instance.get_records_for_run(
+        result.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS
+    ).records
+    archive = defs.resolve_sensor_def("hotel_drop_folder_archive")
+    with dg.build_run_status_sensor_context(
+        sensor_name=archive.name,
+        dagster_event=event.event_log_entry.dagster_event,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
+    ) as context:
+        archive(context)
+    assert not (inbox / "bookings.csv").exists()
+    assert (inbox / "archive" / result.run_id / "bookings.csv").exists()
+
+
+def test_the_reservations_alone_sync_on_an_instance_that_never_synced_the_units(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert run(defs, "2025-03").success  # the service knows the units
+
+    fresh = {**resources, IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(hotel.folder / "io"))}
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5)), booking(2, date(2025, 3, 9))])
+    defs = build_definitions(hotel.folder.parent, fresh)
+    selection = [
+        dg.AssetKey(["hotel", "mapped_reservations"]),
+        dg.AssetKey(["hotel", "synced_reservations"]),
+    ]
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(
+        tags=range_tags(dg.PartitionKeyRange("2025-03", "2025-03")),
+        asset_selection=selection,
+        raise_on_error=False,
+        instance=instance,
+    )
+
+    assert result.success
+    assert stays(clean_sandbox) == {"B1", "B2"}
+    assert any(
+        "the units were never synced through Dagster" in entry.user_message
+        for entry in instance.all_logs(result.run_id)
+    )
+
+
+def test_a_step_that_keeps_failing_stops_retrying_once_its_retry_window_is_over(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, retry_window_s=0
+    )
+    hotel.write(UNITS, None)
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False)
+
+    assert not result.success
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "not retried any more" in failure.event_specific_data.error.message
