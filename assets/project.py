@@ -15,3 +15,12 @@ STATE_DIR = PROJECT_ROOT / STATE_DIR_NAME
 DAGSTER_HOME = STATE_DIR / "dagster_home"
 MAPPINGS_DIR = PROJECT_ROOT / "mappings"
 INSTANCE_SETTINGS = Path(__file__).resolve().parent / "dagster.yaml"
+
+
+def prepare_dagster_home() -> Path:
+    """DAGSTER_HOME with the project's instance settings (copied from assets/dagster.yaml)."""
+    DAGSTER_HOME.mkdir(parents=True, exist_ok=True)
+    settings = DAGSTER_HOME / "dagster.yaml"
+    if not settings.exists() or settings.read_bytes() != INSTANCE_SETTINGS.read_bytes():
+        settings.write_bytes(INSTANCE_SETTINGS.read_bytes())
+    return DAGSTER_HOME
