@@ -50,9 +50,14 @@ dev: $(STAMP)
 # package, installed here if missing) opens a synced asset's page in the UI and checks that its
 # metadata and check results are shown.
 UI_TEST_PORT ?= 3119
-ui-test: $(STAMP)
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
-	$(BIN)/python -m pip install --quiet 'selenium>=4.20,<5'
+UI_STAMP := $(VENV)/.ui-installed
+$(UI_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,ui]'
+	touch $(UI_STAMP)
+
+ui-test: $(UI_STAMP)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 	$(BIN)/python -m assets.demo
 	UI_TEST_PORT=$(UI_TEST_PORT) $(BIN)/pytest -q -p no:cacheprovider tests/ui
 
