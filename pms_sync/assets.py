@@ -20,7 +20,9 @@ import dagster as dg
 from pydantic import Field
 
 from connector.budget import format_duration
+from connector.client import ServiceUnreachableError
 from connector.contract import Entity
+from connector.errors import PmsSyncError
 from connector.pipeline import SyncReport, load_batches, sync_batches
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
@@ -163,6 +165,9 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         deps=[
             export_key(connection, name) for name in entity_inputs(connection, Entity.ACCOMMODATION)
         ],
+        # Unpartitioned, but in a backfill of a range of months it joins the months' single
+        # run: `dagster asset materialize --select group:<name> --partition-range` is one run.
+        backfill_policy=dg.BackfillPolicy.single_run(),
         description=(
             f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
             f"`{connection.path.name}` and validated against the service's contract; invalid "
@@ -299,6 +304,30 @@ def _sync(
         release_units_with_stays=sync_checks.allow_deactivation_with_stays,
         by_checkin=by_checkin,
     )
+
+
+def _guarded_sync(
+    context: dg.AssetExecutionContext,
+    connection: Connection,
+    batch: MappedBatch,
+    service: ServiceResource,
+    snapshot: SnapshotResource,
+    sync_checks: SyncChecksResource,
+    by_checkin: bool = False,
+) -> SyncReport:
+    """The sync, with its errors turned into failures a data engineer reads: a service that
+    cannot be reached is retried within ``service.retry_window_s`` (nothing was sent), any
+    other error of pms-sync (configuration, snapshot) is not retried at all."""
+    try:
+        return _sync(connection, batch, service, snapshot, sync_checks, by_checkin)
+    except ServiceUnreachableError as error:
+        may_retry, elapsed = _may_retry(context, service.retry_window_s)
+        later = (
+            "" if may_retry else f" (not retried any more, {elapsed:.0f} s after the first attempt)"
+        )
+        raise dg.Failure(masked_text(f"{error}{later}"), allow_retries=may_retry) from error
+    except PmsSyncError as error:
+        raise dg.Failure(masked_text(str(error)), allow_retries=False) from error
 
 
 def _check_results(
@@ -491,6 +520,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         io_manager_key=IO_MANAGER_KEY,
         kinds={"duckdb"},
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
+        backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
@@ -508,7 +538,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
     ) -> Iterator[dg.MaterializeResult]:
-        report = _sync(connection, mapped, service, snapshot, sync_checks)
+        report = _guarded_sync(context, connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
@@ -599,7 +629,9 @@ def _synced_reservations(
             # left the export holds none, so take the accounts of the full units export too.
             scope = accommodations.accounts | frozenset(mapped.records.accounts)
             mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
-        report = _sync(connection, mapped, service, snapshot, sync_checks, by_checkin=True)
+        report = _guarded_sync(
+            context, connection, mapped, service, snapshot, sync_checks, by_checkin=True
+        )
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
