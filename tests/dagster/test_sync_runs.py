@@ -573,3 +573,40 @@ def test_a_step_that_keeps_failing_stops_retrying_once_its_retry_window_is_over(
     assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "not retried any more" in failure.event_specific_data.error.message
+
+
+ASSETS = (
+    "mapped_accommodations",
+    "mapped_reservations",
+    "synced_accommodations",
+    "synced_reservations",
+)
+
+
+def test_every_metadata_key_a_run_shows_is_documented(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    # A refused record (403 for hotel-b), a quarantined row and a range of months: most keys.
+    hotel.write(
+        [unit(1), unit(2), unit(3), unit(4, account="hotel-b")],
+        [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")],
+    )
+    resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
+    result = run(build_definitions(hotel.folder.parent, resources), "2025-03", "2025-05")
+    guide = (Path(__file__).parents[2] / "docs" / "dagster.md").read_text()
+
+    shown = {
+        key
+        for node in ASSETS
+        for materialization in result.asset_materializations_for_node(f"hotel__{node}")
+        for key in materialization.metadata
+    }
+    shown |= {
+        key
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        for key in event.event_specific_data.metadata
+    }
+
+    assert {"dead_letter_top_reasons", "quarantine_sample", "anomaly_counts"} <= shown
+    assert sorted(key for key in shown if f"`{key}`" not in guide) == []
