@@ -5,7 +5,7 @@ connection's rows is quarantined (default 1 %), the sync of that entity does not
 run, because a mapping that broke would otherwise push a partial picture. ``unit_ids_known``
 warns about reservations that reference a unit neither this run nor the snapshot knows.
 The checks of the sync assets (no new dead letters, accounts authenticated) are computed from
-the sync's own report in ``assets/assets.py``.
+the sync's own report in ``pms_sync/assets.py``.
 """
 
 import json

@@ -333,7 +333,7 @@ class Entities(StrictModel):
 
 
 class DagsterSettings(StrictModel):
-    """Passed through to the Dagster layer (assets/)."""
+    """Passed through to the Dagster layer (pms_sync/)."""
 
     schedule: str = Field(default="0 2 * * *", description="Cron schedule of the sync.")
     timezone: str = Field(default="UTC", description="Time zone of the schedule (IANA name).")
