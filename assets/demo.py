@@ -11,7 +11,6 @@ pushed: the snapshot under ``.pms-sync/`` remembers.
 """
 
 import contextlib
-import shutil
 import sys
 from collections.abc import Iterator
 from datetime import date
@@ -20,7 +19,7 @@ from urllib.parse import urlparse
 import dagster as dg
 import httpx
 
-from assets.project import DAGSTER_HOME, INSTANCE_SETTINGS, MAPPINGS_DIR, STATE_DIR
+from assets.project import DAGSTER_HOME, MAPPINGS_DIR, STATE_DIR, prepare_dagster_home
 from assets.samples import refresh_stale_samples
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES
@@ -97,9 +96,7 @@ def months_back(today: date, months: int) -> str:
 def project_instance() -> dg.DagsterInstance:
     """The Dagster instance of ``make demo`` and ``make dev``: DAGSTER_HOME under the state
     folder, with the project's instance settings (assets/dagster.yaml)."""
-    DAGSTER_HOME.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(INSTANCE_SETTINGS, DAGSTER_HOME / "dagster.yaml")
-    return dg.DagsterInstance.from_config(str(DAGSTER_HOME))
+    return dg.DagsterInstance.from_config(str(prepare_dagster_home()))
 
 
 def main() -> int:
