@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m ui-test
 
 setup: $(STAMP)
 
@@ -40,9 +40,26 @@ lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The UI (`dg dev`) on the Dagster instance `make demo` writes to (.pms-sync/dagster_home), so
+# the demo's runs, plots and check results are there. Ctrl-C stops it within seconds.
+DEV_PORT ?= 3000
 dev: $(STAMP)
-	mkdir -p .dagster_home && cp assets/dagster.yaml .dagster_home/dagster.yaml
-	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/python -m assets.dev --port $(DEV_PORT)
+
+# A browser smoke test, not part of `make test`: after `make demo`, headless Chromium (Debian's
+# package, installed here if missing) opens a synced asset's page in the UI and checks that its
+# metadata and check results are shown.
+UI_TEST_PORT ?= 3119
+UI_STAMP := $(VENV)/.ui-installed
+$(UI_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,ui]'
+	touch $(UI_STAMP)
+
+ui-test: $(UI_STAMP)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	$(BIN)/python -m assets.demo
+	UI_TEST_PORT=$(UI_TEST_PORT) $(BIN)/pytest -q -p no:cacheprovider tests/ui
 
 openapi: $(STAMP)
 	$(BIN)/python -m connector.contract.openapi docs/openapi.json

@@ -1,8 +1,11 @@
 """``make demo``: the real pipeline end to end through Dagster, against the embedded defaults.
 
-Starts the sandbox on 127.0.0.1:8765 as a subprocess when nothing answers there, runs every
-connection's job over all its partitions (one run each, in process), and prints what was sent.
-A second run prints zero changes pushed: the snapshot under ``.pms-sync/`` remembers.
+Regenerates the bundled sample exports when they were generated around another month (so the
+nightly window holds arrivals), starts the sandbox on 127.0.0.1:8765 as a subprocess when
+nothing answers there, runs every connection's job over all its partitions (one run each, in
+process) on the persistent Dagster instance that ``make dev`` opens too
+(``.pms-sync/dagster_home``), and prints what was sent. A second run prints zero changes
+pushed: the snapshot under ``.pms-sync/`` remembers.
 
     python -m assets.demo
 """
@@ -10,20 +13,26 @@ A second run prints zero changes pushed: the snapshot under ``.pms-sync/`` remem
 import contextlib
 import sys
 from collections.abc import Iterator
+from datetime import date
 from urllib.parse import urlparse
 
 import dagster as dg
 import httpx
 
-from assets.assets import connection_keys
-from assets.connections import discover, mappings_dir
-from assets.factory import build_definitions
-from assets.jobs import job_name
-from assets.partitions import range_tags
-from assets.resources import DATA_DIR, PROJECT_ROOT, ServiceResource, default_resources
+from assets.project import DAGSTER_HOME, MAPPINGS_DIR, STATE_DIR, prepare_dagster_home
+from assets.samples import refresh_stale_samples
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES
 from connector.sandbox.testing import sandbox_process
+from pms_sync.assets import connection_keys
+from pms_sync.connections import discover, mappings_dir
+from pms_sync.factory import build_definitions
+from pms_sync.jobs import job_name
+from pms_sync.partitions import range_tags
+from pms_sync.resources import ServiceResource, default_resources
+
+DEMO_MONTHS_BACK = 6
+"""The demo syncs the months from this many back to twelve ahead: where the samples' stays are."""
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -42,9 +51,22 @@ def sandbox_if_needed(base_url: str) -> Iterator[None]:
     if _answers(base_url) or address.hostname not in ("127.0.0.1", "localhost"):
         yield
         return
-    print(f"starting the sandbox on {base_url} (data in {DATA_DIR / 'sandbox'})")
-    with sandbox_process(DATA_DIR / "sandbox", port=address.port or 80):
+    print(f"starting the sandbox on {base_url} (data in {STATE_DIR / 'sandbox'})")
+    with sandbox_process(STATE_DIR / "sandbox", port=address.port or 80):
         yield
+
+
+def _added_up(materializations: list[dg.AssetMaterialization]) -> dict[str, object]:
+    """The counts of every partition of the run added up; texts from the first that has one."""
+    total: dict[str, object] = {}
+    for materialization in materializations:
+        for key, entry in materialization.metadata.items():
+            value = entry.value
+            if isinstance(value, int) and not key.startswith("run_"):
+                total[key] = int(total.get(key, 0)) + value  # type: ignore[call-overload]
+            elif value:
+                total.setdefault(key, value)
+    return total
 
 
 def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], int]:
@@ -55,7 +77,7 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
         if not materializations:
             lines.append(f"  {key.path[-1]:<22} not synced (see the failures below)")
             continue
-        metadata = {k: v.value for k, v in materializations[-1].metadata.items()}
+        metadata = _added_up(materializations)
         actions = " ".join(f"{a}={metadata.get(str(a), 0)}" for a in ACTIONS)
         outcomes = " ".join(f"{o}={metadata.get(str(o), 0)}" for o in OUTCOMES)
         pushed += int(metadata.get("requests", 0))
@@ -66,22 +88,38 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
     return lines, pushed
 
 
+def months_back(today: date, months: int) -> str:
+    index = today.year * 12 + today.month - 1 - months
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+def project_instance() -> dg.DagsterInstance:
+    """The Dagster instance of ``make demo`` and ``make dev``: DAGSTER_HOME under the state
+    folder, with the project's instance settings (assets/dagster.yaml)."""
+    return dg.DagsterInstance.from_config(str(prepare_dagster_home()))
+
+
 def main() -> int:
-    resources = default_resources()
+    for sample in refresh_stale_samples(MAPPINGS_DIR):
+        print(f"regenerated {sample.manifest.parent} around {sample.anchor:%Y-%m} (was stale)")
+    resources = default_resources(STATE_DIR)
     service = resources["service"]
     assert isinstance(service, ServiceResource)
-    folder = mappings_dir(PROJECT_ROOT / "mappings")
+    folder = mappings_dir(MAPPINGS_DIR)
     defs = build_definitions(folder, resources)
     failed = False
     total = 0
-    instance = dg.DagsterInstance.ephemeral()
+    instance = project_instance()
     with sandbox_if_needed(service.base_url):
         for connection in discover(folder):
             job = defs.resolve_job_def(job_name(connection))
             partitions = job.partitions_def
             assert partitions is not None
             keys = partitions.get_partition_keys()
-            everything = dg.PartitionKeyRange(keys[0], keys[-1])
+            # The samples' stays start at most DEMO_MONTHS_BACK months back: the months before
+            # hold none, and each month is its own materialization and check results.
+            first = max(keys[0], months_back(date.today(), DEMO_MONTHS_BACK))
+            everything = dg.PartitionKeyRange(first, keys[-1])
             result = job.execute_in_process(
                 instance=instance,
                 tags=range_tags(everything),
@@ -109,6 +147,7 @@ def main() -> int:
                         )
     quiet = total == 0 and not failed
     print(f"requests sent: {total}" + (" (nothing changed since the last run)" if quiet else ""))
+    print(f"the runs are in {DAGSTER_HOME}: `make dev` shows them on http://127.0.0.1:3000")
     return 1 if failed else 0
 
 

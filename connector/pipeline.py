@@ -30,6 +30,7 @@ from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
 from connector.drift import RESEND_REASONS
+from connector.errors import ConfigError
 from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
@@ -252,16 +253,27 @@ def load_batches(
     entities: Collection[Entity] | None = None,
     window: DateWindow | None = None,
     snapshot_path: str | Path | None = None,
+    input_paths: Mapping[str, str | Path] | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
     With ``snapshot_path``, payloads the service acknowledged and the current contract already
     validated are not validated again (``connector.snapshot.validated_payloads``).
+    ``input_paths`` reads a file input from another file for this run (input name → path,
+    e.g. the export that landed in a drop folder).
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
 
     mapping = load_mapping(mapping_path)
+    for name, path in (input_paths or {}).items():
+        source = mapping.inputs.get(name)
+        if source is None or not hasattr(source, "path"):
+            raise ConfigError(
+                f"input_paths names {name!r}, which is not a file input of {mapping_path} "
+                f"(file inputs: {', '.join(n for n, s in mapping.inputs.items() if hasattr(s, 'path'))})"
+            )
+        mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
     check_mapping_exports(mapping)  # an export still being written is never read
     validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
     batches = map_records(mapping, entities=entities, window=window, validated=validated)
@@ -396,6 +408,7 @@ def sync_batches(
     allow_mass_change: bool = False,
     release_units_with_stays: bool = False,
     reconcile: bool = False,
+    by_checkin: bool = False,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
 
@@ -408,7 +421,8 @@ def sync_batches(
     an account over a limit unless ``allow_mass_change``; the report's status is then
     ``blocked`` and ``report.guard.message()`` says why and how to approve. A unit that
     guests still stay in is not deactivated unless ``release_units_with_stays`` or
-    ``allow_mass_change`` approves it.
+    ``allow_mass_change`` approves it. ``by_checkin`` keeps the reservations' counts per
+    check-in day too, so the report can be split by window (``connector.windowed_report``).
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
@@ -436,6 +450,7 @@ def sync_batches(
             urgency=settings.urgency,
             release_units_with_stays=release,
             resend=_resend_options(settings, passes),
+            by_checkin=by_checkin,
         )
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         properties = discovery.report.properties

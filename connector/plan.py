@@ -171,6 +171,11 @@ class Plan:
         """Re-sends of unchanged acknowledged records in ``changes``, per reason."""
         return resend_counts(self.changes)
 
+    # ``build_plan(by_checkin=True)``: the reservations' tally per check-in day (entity,
+    # account_id, action, reason, checkin, n), so a run over several months can be reported
+    # month by month (``connector.windowed_report``).
+    tally_by_checkin: pd.DataFrame | None = None
+
     @property
     def counts(self) -> dict[str, int]:
         return _action_counts(self.tally)
@@ -333,6 +338,7 @@ def build_plan(
     urgency: UrgencyPolicy | None = None,
     release_units_with_stays: bool = False,
     resend: ResendOptions | None = None,
+    by_checkin: bool = False,
 ) -> Plan:
     """Decide create / update / skip / deactivate / cancel for every record of the batches.
 
@@ -353,6 +359,7 @@ def build_plan(
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
 
     diffs: dict[Entity, tuple[pd.DataFrame, pd.DataFrame]] = {}
+    by_day: list[pd.DataFrame] = []
     extracted: list[pd.DataFrame] = []
     for entity in _ENTITY_ORDER:
         batch = batches.get(entity)
@@ -374,9 +381,12 @@ def build_plan(
                 present_elsewhere=batch.present_elsewhere,
                 unidentified_accounts=unidentified,
                 all_unidentified=all_unidentified,
+                by_checkin=by_checkin and entity == Entity.RESERVATION,
             )
         )
         diffs[entity] = (result.changes, result.counts)
+        if result.counts_by_checkin is not None:
+            by_day.append(result.counts_by_checkin.assign(entity=str(entity)))
         extracted.append(_extracted(entity, batch))
 
     units_with_stays = _units_with_stays(snapshot, diffs, batches, today)
@@ -424,6 +434,11 @@ def build_plan(
         quarantine=quarantine_counts(batches),
         quarantine_sample=quarantine_sample(batches),
         resend=resent,
+        tally_by_checkin=(
+            pd.concat(by_day, ignore_index=True).loc[:, list(TALLY_BY_CHECKIN_COLUMNS)]
+            if by_day
+            else None
+        ),
     )
 
 
@@ -507,6 +522,16 @@ def _concat(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     if not len(first):
         return second.reset_index(drop=True)
     return pd.concat([first, second], ignore_index=True)
+
+
+TALLY_BY_CHECKIN_COLUMNS: tuple[str, ...] = (
+    "entity",
+    "account_id",
+    "action",
+    "reason",
+    "checkin",
+    "n",
+)
 
 
 UNIT_STAYS_COLUMNS: tuple[str, ...] = (
@@ -645,6 +670,11 @@ def _with_status(payload: str, action: str) -> tuple[str, str]:
         str(AccommodationStatus.INACTIVE) if action == Action.DEACTIVATE else CANCELLED
     )
     return canonical_json(resource), content_hash(resource)
+
+
+def extracted_counts(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
+    """Per account: the valid and the quarantined records of one entity's batch."""
+    return _extracted(entity, batch)
 
 
 def _extracted(entity: Entity, batch: MappedRecords) -> pd.DataFrame:

@@ -61,6 +61,9 @@ class Outcome(StrEnum):
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 
+CheckinKey = tuple[str, str, date | None, str]
+"""(entity, account_id, check-in day, urgency class) of :attr:`PushResult.by_checkin`."""
+
 ProgressCallback = Callable[[int, int], None]
 """Called with (changes answered or settled, changes in the plan)."""
 
@@ -163,6 +166,11 @@ class PushResult:
             found[reason] += n
         return found
 
+    # Per (entity, account, check-in day, urgency class): every outcome, "requests", "held"
+    # (held back), "deferred" and "unconfirmed", so a run over several months can report each
+    # month's own figures (connector.windowed_report). A few hundred keys for a year of stays.
+    by_checkin: dict[CheckinKey, Counter[str]] = field(default_factory=dict)
+
     @property
     def complete(self) -> bool:
         """Every change of the plan was acknowledged."""
@@ -174,6 +182,13 @@ class PushResult:
     def unsent(self) -> Counter[str]:
         """Per urgency class: changes not acknowledged by this run (deferred or pending)."""
         return self.deferred + self.pending_by_urgency
+
+    def checkin_tally(self, change: _Change) -> Counter[str]:
+        key = (change.entity, change.account_id, change.checkin, change.urgency)
+        counter = self.by_checkin.get(key)
+        if counter is None:
+            counter = self.by_checkin[key] = Counter()
+        return counter
 
     def tally(self, entity: str, account_id: str) -> Counter[str]:
         # Called several times per change: no new Counter unless the key is new.
@@ -362,6 +377,7 @@ def _hold_back(
             held_record(change.entity, change.account_id, change.record_id, change.action, found)
         )
         result.tally(change.entity, change.account_id)["held"] += 1
+        result.checkin_tally(change)["held"] += 1
         progress.advance()
     return send
 
@@ -404,6 +420,7 @@ async def _push_phase(
                     result.resend_dropped[change.reason] += 1
                 else:
                     result.deferred[change.urgency] += 1
+                    result.checkin_tally(change)["deferred"] += 1
                 progress.advance()
                 continue
             answered = first_answer.get(change.account_id)
@@ -439,6 +456,7 @@ def _record(
     result.requests += attempts.attempts
     result.unconfirmed_answers += attempts.unconfirmed_answers
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
+    result.checkin_tally(change)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
     found: list[Contradiction] = []
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
@@ -466,6 +484,7 @@ def _record(
         outcome = Outcome.PENDING
         if attempts.delivery == Delivery.UNCONFIRMED:
             result.unconfirmed += 1
+            result.checkin_tally(change)["unconfirmed"] += 1
         if attempts.answer_lost_before:
             recorder.possibly_stored(
                 PossiblyStored(
@@ -601,6 +620,7 @@ def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
     if outcome == Outcome.PENDING:
         result.pending_by_urgency[change.urgency] += 1
     result.tally(change.entity, change.account_id)[str(outcome)] += 1
+    result.checkin_tally(change)[str(outcome)] += 1
 
 
 @dataclass(frozen=True, slots=True)

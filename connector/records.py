@@ -33,6 +33,7 @@ QUARANTINE_COLUMNS: tuple[str, ...] = (
     "field",  # the contract field path, e.g. "unitReservations.0.checkin"
     "reason",  # what was expected and what was found
     "value",  # the offending value, masked when sensitive (connector.secrets)
+    "checkin",  # reservations: the row's check-in as ISO text, "" when it could not be read
 )
 """Columns of :attr:`MappedRecords.quarantine`, one row per problem found."""
 

@@ -382,7 +382,7 @@ class Entities(StrictModel):
 
 
 class DagsterSettings(StrictModel):
-    """Passed through to the Dagster layer (assets/)."""
+    """Passed through to the Dagster layer (pms_sync/)."""
 
     schedule: str = Field(default="0 2 * * *", description="Cron schedule of the sync.")
     timezone: str = Field(default="UTC", description="Time zone of the schedule (IANA name).")
@@ -399,6 +399,13 @@ class DagsterSettings(StrictModel):
         default=None,
         description="Cron schedule of the full reconciliation, e.g. '0 3 * * 0' (every record "
         "re-sent, resumable across runs; docs/drift.md). Off when absent.",
+    )
+    freshness_hours: float = Field(
+        default=26,
+        gt=0,
+        description="Hours after the last sync at which the synced assets turn stale (fail "
+        "their freshness policy in the UI); they warn after 90 % of it. The default is a "
+        "nightly run plus two hours.",
     )
 
 

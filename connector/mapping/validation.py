@@ -87,6 +87,7 @@ _RESULT_SCHEMA = pa.schema(
 class _Quarantine:
     entity: Entity
     rows: list[tuple[Any, ...]] = field(default_factory=list)
+    checkin: str | None = None  # of the row being validated (ISO text), recorded with its problems
 
     def add(
         self,
@@ -115,6 +116,7 @@ class _Quarantine:
                 path,
                 reason,
                 shown,
+                self.checkin or "",
             )
         )
 
@@ -253,6 +255,9 @@ class RecordValidator:
             record_id = rows["record_id"][index]
             source = rows["sources"][index]
             numbers = rows["row_numbers"][index]
+            # The quarantine keeps the check-in too: a run over several months reports each
+            # month's own problems (rows whose check-in could not be read belong to every one).
+            quarantine.checkin = rows["checkin"][index]
             if account_id is None or account_id == "":
                 quarantine.add(
                     None,

@@ -246,7 +246,7 @@ class DuckDBSnapshot(AccountTables):
             _refuse_duplicates(cursor, request.entity)
             decided = cursor.execute(_DIFF_SQL, params).df()
             if self.read_only:
-                return _diff_result(frame, decided)
+                return _diff_result(frame, decided, request.by_checkin)
             # Every incoming record passed the current contract in this run: an acknowledged
             # payload identical to one of them is known valid under it from now on, so the
             # next run's mapping need not validate it again (after an upgrade, say).
@@ -262,7 +262,7 @@ class DuckDBSnapshot(AccountTables):
             )
         finally:
             cursor.close()
-        return _diff_result(frame, decided)
+        return _diff_result(frame, decided, request.by_checkin)
 
     def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
         columns = ["account_id", "unit_id", "stays", "last_checkout"]
@@ -604,7 +604,9 @@ def _frame_of(
     return pd.DataFrame({f.name: [getattr(row, f.name) for row in rows] for f in fields(kind)})
 
 
-def _diff_result(incoming: pd.DataFrame, decided: pd.DataFrame) -> DiffResult:
+def _diff_result(
+    incoming: pd.DataFrame, decided: pd.DataFrame, by_checkin: bool = False
+) -> DiffResult:
     counts = decided.groupby(["account_id", "action", "reason"], as_index=False).size()
     counts = counts.rename(columns={"size": "n"})
     unchanged = _unchanged_counts(incoming, decided)
@@ -612,7 +614,29 @@ def _diff_result(incoming: pd.DataFrame, decided: pd.DataFrame) -> DiffResult:
     counts = counts[counts["n"] > 0].sort_values(["account_id", "action", "reason"])
     changes = decided[decided["action"] != "skip"].drop(columns=["present"])
     changes = changes.sort_values(["account_id", "record_id"]).reset_index(drop=True)
-    return DiffResult(changes=changes, counts=counts.reset_index(drop=True))
+    return DiffResult(
+        changes=changes,
+        counts=counts.reset_index(drop=True),
+        counts_by_checkin=_counts_by_checkin(incoming, decided) if by_checkin else None,
+    )
+
+
+def _counts_by_checkin(incoming: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
+    """Every action per account and check-in day: the decided rows, and the unchanged skips
+    (incoming records that got no other action), like ``counts`` one day at a time."""
+    keys = ["account_id", "action", "reason", "checkin"]
+    days = decided.assign(checkin=pd.to_datetime(decided["checkin"]))
+    counts = days.groupby(keys, as_index=False, dropna=False).size().rename(columns={"size": "n"})
+    present = days.loc[days["present"].astype(bool), ["account_id", "checkin"]]
+    incoming_days = incoming.loc[:, ["account_id", "checkin"]].assign(
+        account_id=incoming["account_id"].astype(str), checkin=pd.to_datetime(incoming["checkin"])
+    )
+    total = incoming_days.groupby(["account_id", "checkin"], dropna=False).size()
+    taken = present.groupby(["account_id", "checkin"], dropna=False).size()
+    unchanged = total.sub(taken, fill_value=0).astype("int64").rename("n").reset_index()
+    unchanged = unchanged.assign(action="skip", reason="unchanged")
+    counts = pd.concat([counts, unchanged.loc[:, [*keys, "n"]]], ignore_index=True)
+    return counts[counts["n"] > 0].reset_index(drop=True)
 
 
 def _elsewhere_frame(request: DiffRequest) -> pd.DataFrame:

@@ -53,6 +53,9 @@ class DiffRequest:
     # one of those rows, so none is reconciled. ``all_unidentified``: some row has no account.
     unidentified_accounts: frozenset[str] = frozenset()
     all_unidentified: bool = False
+    # Also count every action per check-in day (``DiffResult.counts_by_checkin``), so a run
+    # over several months can report each month's own counts (Dagster's monthly partitions).
+    by_checkin: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class DiffResult:
         pd.DataFrame
     )  # account_id, record_id, action, reason, payload, content_hash, checkin, checkout
     counts: pd.DataFrame  # account_id, action, reason, n
+    # With ``DiffRequest.by_checkin``: account_id, action, reason, checkin, n (checkin NaT for
+    # records without one); the same records as ``counts``, one row per check-in day.
+    counts_by_checkin: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)

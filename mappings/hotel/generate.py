@@ -1,8 +1,12 @@
 """Generate the hotel PMS sample export: rooms, room types and bookings (one row per booked room).
 
-Deterministic (seeded): the committed files are exactly what this script writes.
+Deterministic (seeded) for a given anchor day: arrivals run from six months before the anchor
+to a year after it, so the nightly window (last month to twelve ahead) always holds some. The
+anchor defaults to the current month's first day; ``data/sample.json`` records the committed
+sample's, and ``make demo`` regenerates the sample when its anchor month has passed.
 
-    python mappings/hotel/generate.py                         # the committed sample
+    python mappings/hotel/generate.py                         # the sample, around this month
+    python mappings/hotel/generate.py --anchor 2026-11-01     # reproduces a sample exactly
     python mappings/hotel/generate.py --reservations 1000000 --out /tmp/hotel-1m   # benchmark size
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -78,6 +83,18 @@ BOOKING_COLUMNS = [
 ]
 
 
+def anchor_date(text: str | None) -> date:
+    """The day the sample is generated around: the given one, else the current month's first."""
+    return date.fromisoformat(text) if text else date.today().replace(day=1)
+
+
+def write_manifest(folder: Path, anchor: date, arguments: dict[str, object]) -> None:
+    """``sample.json``: the anchor and arguments, so the sample can be reproduced and a demo
+    can tell it is stale (its anchor month is not the current one)."""
+    manifest = {"anchor": anchor.isoformat(), "arguments": arguments}
+    (folder / "sample.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
 def rooms(count: int) -> list[dict[str, object]]:
     result = []
     codes = list(HOTELS)
@@ -109,9 +126,13 @@ def rooms(count: int) -> list[dict[str, object]]:
 
 
 def bookings(
-    rng: random.Random, count: int, room_rows: list[dict[str, object]], skew: bool = False
+    rng: random.Random,
+    count: int,
+    room_rows: list[dict[str, object]],
+    skew: bool = False,
+    anchor: date = date(2025, 7, 2),
 ):
-    start = date(2025, 1, 1)
+    start = anchor - timedelta(days=182)
     hotels = list(HOTELS)
     rooms_by_hotel = {
         hotel: [room for room in room_rows if room["hotel_code"] == hotel] for hotel in hotels
@@ -125,7 +146,8 @@ def bookings(
         else:
             arrival = start + timedelta(days=rng.randrange(0, 540))
         nights = rng.choice([1, 1, 2, 2, 3, 4, 7])
-        created = datetime(2024, 12, 1) + timedelta(minutes=rng.randrange(0, 60 * 24 * 400))
+        first_booked = datetime.combine(start - timedelta(days=31), datetime.min.time())
+        created = first_booked + timedelta(minutes=rng.randrange(0, 60 * 24 * 400))
         created = min(created, datetime.combine(arrival, datetime.min.time()))
         first, last = rng.choice(FIRST), rng.choice(LAST)
         country = rng.choice(COUNTRIES)
@@ -165,7 +187,15 @@ def bookings(
             }
 
 
-def write(out: Path, reservations: int, room_count: int, seed: int, skew: bool = False) -> None:
+def write(
+    out: Path,
+    reservations: int,
+    room_count: int,
+    seed: int,
+    skew: bool = False,
+    anchor: date | None = None,
+) -> None:
+    anchor = anchor or anchor_date(None)
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     room_rows = rooms(room_count)
@@ -192,7 +222,12 @@ def write(out: Path, reservations: int, room_count: int, seed: int, skew: bool =
     with (out / "bookings.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, BOOKING_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(bookings(rng, reservations, room_rows, skew))
+        writer.writerows(bookings(rng, reservations, room_rows, skew, anchor))
+    write_manifest(
+        out,
+        anchor,
+        {"reservations": reservations, "rooms": room_count, "seed": seed, "skew": skew},
+    )
 
 
 def main() -> None:
@@ -202,8 +237,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
     parser.add_argument("--skew", action="store_true", help="arrival dates skewed to the near term")
+    parser.add_argument("--anchor", help="YYYY-MM-DD the dates are around (default: 1st of month)")
     arguments = parser.parse_args()
-    write(arguments.out, arguments.reservations, arguments.rooms, arguments.seed, arguments.skew)
+    write(
+        arguments.out,
+        arguments.reservations,
+        arguments.rooms,
+        arguments.seed,
+        arguments.skew,
+        anchor_date(arguments.anchor),
+    )
 
 
 if __name__ == "__main__":

@@ -3,14 +3,17 @@
 
 Tables: properties, units, guests, reservations, stays (one stay per booked unit). The same
 script loads into PostgreSQL and MariaDB (the tests do that; MariaDB reads TIMESTAMP as
-DATETIME, see ``for_dialect``). Deterministic (seeded).
+DATETIME, see ``for_dialect``). Deterministic (seeded) for a given anchor day (default: the
+current month's first; ``sample.json`` records it): stays run from about four months before
+it to seven after, so the nightly window always holds some.
 
-    python mappings/sql_pms/generate.py [--reservations N] [--out DIR]
+    python mappings/sql_pms/generate.py [--reservations N] [--out DIR] [--anchor YYYY-MM-DD]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sqlite3
 from datetime import date, datetime, time, timedelta
@@ -80,6 +83,18 @@ CREATE TABLE stays (
 TABLES = ("properties", "units", "guests", "reservations", "stays")
 
 
+def anchor_date(text: str | None) -> date:
+    """The day the sample is generated around: the given one, else the current month's first."""
+    return date.fromisoformat(text) if text else date.today().replace(day=1)
+
+
+def write_manifest(folder: Path, anchor: date, arguments: dict[str, object]) -> None:
+    """``sample.json``: the anchor and arguments, so the sample can be reproduced and a demo
+    can tell it is stale (its anchor month is not the current one)."""
+    manifest = {"anchor": anchor.isoformat(), "arguments": arguments}
+    (folder / "sample.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
 def literal(value: object) -> str:
     if value is None:
         return "NULL"
@@ -92,7 +107,10 @@ def literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def rows(rng: random.Random, reservations: int) -> dict[str, list[tuple[object, ...]]]:
+def rows(
+    rng: random.Random, reservations: int, anchor: date = date(2025, 5, 1)
+) -> dict[str, list[tuple[object, ...]]]:
+    booked_from = datetime.combine(anchor - timedelta(days=120), time())
     properties = [
         (
             1,
@@ -176,7 +194,7 @@ def rows(rng: random.Random, reservations: int) -> dict[str, list[tuple[object, 
                 languages[country],
             )
         )
-        created = datetime(2025, 1, 1) + timedelta(minutes=rng.randrange(0, 60 * 24 * 150))
+        created = booked_from + timedelta(minutes=rng.randrange(0, 60 * 24 * 150))
         reservation_rows.append(
             (
                 reservation_id,
@@ -242,9 +260,14 @@ def main() -> None:
     parser.add_argument("--reservations", type=int, default=40)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--anchor", help="YYYY-MM-DD the dates are around (default: 1st of month)")
     arguments = parser.parse_args()
-    sql = script(rows(random.Random(arguments.seed), arguments.reservations))
+    anchor = anchor_date(arguments.anchor)
+    sql = script(rows(random.Random(arguments.seed), arguments.reservations, anchor))
     arguments.out.mkdir(parents=True, exist_ok=True)
+    write_manifest(
+        arguments.out, anchor, {"reservations": arguments.reservations, "seed": arguments.seed}
+    )
     (arguments.out / "pms.sql").write_text(sql, encoding="utf-8")
     database = arguments.out / "pms.sqlite"
     database.unlink(missing_ok=True)

@@ -2,15 +2,18 @@
 
 The files look like a German-language PMS export: semicolon-separated, Windows-1252 encoded,
 day-first dates, decimal commas, arrival times such as "4pm", country names in several
-languages, and Wi-Fi data missing for some listings. Deterministic (seeded).
+languages, and Wi-Fi data missing for some listings. Deterministic (seeded) for a given anchor
+day (default: the current month's first; ``data/sample.json`` records it): arrivals run from
+three months before it to seven after, so the nightly window always holds some.
 
-    python mappings/vacation_rental/generate.py [--bookings N] [--out DIR]
+    python mappings/vacation_rental/generate.py [--bookings N] [--out DIR] [--anchor YYYY-MM-DD]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -54,6 +57,18 @@ ARRIVALS = ["", "3pm", "4pm", "4:30 pm", "17:00", "6 PM", "20:15", "11am"]
 STATUSES = ["bestätigt"] * 6 + ["angefragt", "storniert"]
 
 
+def anchor_date(text: str | None) -> date:
+    """The day the sample is generated around: the given one, else the current month's first."""
+    return date.fromisoformat(text) if text else date.today().replace(day=1)
+
+
+def write_manifest(folder: Path, anchor: date, arguments: dict[str, object]) -> None:
+    """``sample.json``: the anchor and arguments, so the sample can be reproduced and a demo
+    can tell it is stale (its anchor month is not the current one)."""
+    manifest = {"anchor": anchor.isoformat(), "arguments": arguments}
+    (folder / "sample.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
 def money(amount: float) -> str:
     """1234.5 → "1.234,50" as the export writes it."""
     text = f"{amount:,.2f}"
@@ -67,7 +82,10 @@ def write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
         writer.writerows(rows)
 
 
-def generate(out: Path, listings: int, bookings: int, seed: int) -> None:
+def generate(
+    out: Path, listings: int, bookings: int, seed: int, anchor: date | None = None
+) -> None:
+    anchor = anchor or anchor_date(None)
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     listing_rows = []
@@ -122,7 +140,7 @@ def generate(out: Path, listings: int, bookings: int, seed: int) -> None:
     )
 
     booking_rows, guest_rows, charge_rows = [], [], []
-    start = date(2025, 3, 1)
+    start = anchor - timedelta(days=91)
     for number in range(1, bookings + 1):
         booking = f"FW-{2025000 + number}"
         listing = rng.choice(listing_rows)
@@ -194,6 +212,7 @@ def generate(out: Path, listings: int, bookings: int, seed: int) -> None:
         guest_rows,
     )
     write_rows(out / "charges.csv", ["BuchungsNr", "Posten", "Betrag", "ProNacht"], charge_rows)
+    write_manifest(out, anchor, {"listings": listings, "bookings": bookings, "seed": seed})
 
 
 def main() -> None:
@@ -202,8 +221,15 @@ def main() -> None:
     parser.add_argument("--bookings", type=int, default=80)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    parser.add_argument("--anchor", help="YYYY-MM-DD the dates are around (default: 1st of month)")
     arguments = parser.parse_args()
-    generate(arguments.out, arguments.listings, arguments.bookings, arguments.seed)
+    generate(
+        arguments.out,
+        arguments.listings,
+        arguments.bookings,
+        arguments.seed,
+        anchor_date(arguments.anchor),
+    )
 
 
 if __name__ == "__main__":

@@ -8,16 +8,17 @@ from typing import Any
 
 import dagster as dg
 
-from assets.factory import build_definitions
-from assets.resources import (
+from connector.sandbox.testing import MANY_CLIENT_ID, MANY_CLIENT_SECRET, SandboxHandle
+from pms_sync.factory import build_definitions
+from pms_sync.resources import (
+    IO_MANAGER_KEY,
     OpenApiResource,
     ServiceResource,
     SnapshotResource,
     SourcesResource,
     SyncChecksResource,
 )
-from assets.storage import MappedRecordsIOManager
-from connector.sandbox.testing import MANY_CLIENT_ID, MANY_CLIENT_SECRET, SandboxHandle
+from pms_sync.storage import MappedRecordsIOManager
 from tests.accounts.chain import ChainExport, account, hotel, unit
 
 
@@ -29,7 +30,7 @@ def resources(chain: SandboxHandle, state: Path) -> dict[str, object]:
         "snapshot": SnapshotResource(path=str(state / "snapshot.duckdb"), lock_timeout=10),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(),
-        "io_manager": MappedRecordsIOManager(base_dir=str(state / "io")),
+        IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state / "io")),
     }
 
 

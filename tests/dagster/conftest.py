@@ -10,14 +10,15 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from assets.resources import (  # noqa: E402
+from connector.sandbox.testing import SandboxHandle  # noqa: E402
+from pms_sync.resources import (  # noqa: E402
+    IO_MANAGER_KEY,
     ServiceResource,
     SnapshotResource,
     SourcesResource,
     SyncChecksResource,
 )
-from assets.storage import MappedRecordsIOManager  # noqa: E402
-from connector.sandbox.testing import SandboxHandle  # noqa: E402
+from pms_sync.storage import MappedRecordsIOManager  # noqa: E402
 
 
 @pytest.fixture
@@ -28,5 +29,5 @@ def resources(clean_sandbox: SandboxHandle, tmp_path: Path) -> dict[str, object]
         "snapshot": SnapshotResource(path=str(tmp_path / "snapshot.duckdb"), lock_timeout=10),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(),
-        "io_manager": MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
+        IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
     }

@@ -2,14 +2,14 @@
 
 import json
 import os
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from assets.factory import build_definitions
-from assets.partitions import (
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     current_range,
@@ -41,6 +41,8 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
         f"{name}/{asset}"
         for name in ("hotel", "city_apartments")
         for asset in (
+            "pms/units",
+            "pms/bookings",
             "mapped_accommodations",
             "mapped_reservations",
             "synced_accommodations",
@@ -82,7 +84,37 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
     schedule = defs.resolve_schedule_def("hotel_nightly")
     assert (schedule.cron_schedule, schedule.execution_timezone) == ("30 3 * * *", "Europe/Vienna")
     # Only the connection that names a drop folder is watched.
-    assert [sensor.name for sensor in defs.sensors] == ["city_apartments_drop_folder"]
+    assert sorted(sensor.name for sensor in defs.sensors) == [
+        "city_apartments_drop_folder",
+        "city_apartments_drop_folder_archive",
+    ]
+
+
+def test_the_pms_exports_are_external_assets_upstream_of_the_mapped_assets(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    graph = build_definitions(two_connections, resources).resolve_asset_graph()
+
+    mapped_units = graph.get(dg.AssetKey(["hotel", "mapped_accommodations"]))
+    mapped_stays = graph.get(dg.AssetKey(["hotel", "mapped_reservations"]))
+    export = graph.get(dg.AssetKey(["hotel", "pms", "bookings"]))
+
+    assert mapped_units.parent_keys == {dg.AssetKey(["hotel", "pms", "units"])}
+    assert mapped_stays.parent_keys == {dg.AssetKey(["hotel", "pms", "bookings"])}
+    assert not export.is_materializable
+    assert export.metadata["path"].value == "bookings.csv"
+    assert export.group_name == "hotel"
+
+
+def test_the_synced_assets_turn_stale_when_the_nightly_run_is_missed(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    graph = build_definitions(two_connections, resources).resolve_asset_graph()
+
+    for asset in ("synced_accommodations", "synced_reservations"):
+        policy = graph.get(dg.AssetKey(["hotel", asset])).freshness_policy
+        assert isinstance(policy, dg.FreshnessPolicy)
+        assert policy.fail_window.to_timedelta() == timedelta(hours=26)
 
 
 def test_bundled_mappings_load_as_the_code_location() -> None:
@@ -129,12 +161,12 @@ def test_sensor_starts_one_run_per_new_or_changed_file_and_none_for_an_unchanged
     assert requests == []  # no folder yet: nothing to sync
 
     inbox.mkdir()
-    export = inbox / "bookings-2025-03-01.csv"
+    export = inbox / "bookings.csv"
     export.write_text("booking_id\nB1\n")
     (inbox / "upload.csv.part").write_text("half a file")
     requests, cursor = tick(cursor)
     assert len(requests) == 1
-    assert requests[0].tags["pms_sync/files"] == "bookings-2025-03-01.csv"
+    assert requests[0].tags["pms_sync/files"] == "bookings.csv"
 
     requests, cursor_after = tick(cursor)
     assert requests == []  # unchanged file: no second run
@@ -144,10 +176,33 @@ def test_sensor_starts_one_run_per_new_or_changed_file_and_none_for_an_unchanged
     requests, cursor = tick(cursor)
     assert len(requests) == 1
 
-    (inbox / "bookings-2025-03-02.csv").write_text("booking_id\nB3\n")
+    (inbox / "units.csv").write_text("unit_id\nU3\n")
     requests, cursor = tick(cursor)
-    assert [r.tags["pms_sync/files"] for r in requests] == ["bookings-2025-03-02.csv"]
-    assert set(json.loads(cursor or "{}")) == {"bookings-2025-03-01.csv", "bookings-2025-03-02.csv"}
+    assert [r.tags["pms_sync/files"] for r in requests] == ["units.csv"]
+    assert set(json.loads(cursor or "{}")) == {"bookings.csv", "units.csv"}
+
+
+def test_the_landed_file_is_the_runs_input_and_a_file_matching_no_input_starts_no_run(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    defs = build_definitions(two_connections, resources)
+    sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
+    inbox = two_connections / "apartments" / "inbox"
+    inbox.mkdir()
+    (inbox / "notes.txt").write_text("not an export")
+
+    with dg.build_sensor_context(cursor=None, definitions=defs) as context:
+        ignored = sensor.evaluate_tick(context)
+    (inbox / "bookings.csv").write_text("booking_id\nB1\n")
+    with dg.build_sensor_context(cursor=ignored.cursor, definitions=defs) as context:
+        (request,) = sensor.evaluate_tick(context).run_requests or []
+
+    assert ignored.run_requests == []
+    assert request.run_config["ops"] == {
+        "city_apartments__mapped_reservations": {
+            "config": {"files": {"bookings": str(inbox / "bookings.csv")}}
+        }
+    }
 
 
 def test_sensor_notices_a_file_touched_with_the_same_size(

@@ -7,10 +7,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from assets.factory import build_definitions
-from assets.partitions import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from assets.schedules import RECONCILE_TAG
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from pms_sync.schedules import RECONCILE_TAG
 from tests.dagster.exports import Export, booking, unit
 
 UNITS = [unit(1), unit(2)]

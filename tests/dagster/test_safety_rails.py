@@ -6,12 +6,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.assets import build_assets
-from assets.connections import discover
-from assets.partitions import reservation_partitions
-from assets.resources import SyncChecksResource
-from assets.safety import CHECK_COUNT_ANOMALIES
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.assets import build_assets
+from pms_sync.connections import discover
+from pms_sync.factory import accepted_preview_apis
+from pms_sync.partitions import reservation_partitions
+from pms_sync.resources import SyncChecksResource
+from pms_sync.safety import CHECK_COUNT_ANOMALIES
 from tests.dagster.exports import Export, unit
 
 pytestmark = pytest.mark.slow
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.slow
 
 def materialize_units(folder: Path, resources: dict[str, object]) -> dg.ExecuteInProcessResult:
     (connection,) = discover(folder)
-    assets = build_assets(connection, reservation_partitions(None, "UTC"))
+    with accepted_preview_apis():
+        assets = build_assets(connection, reservation_partitions(None, "UTC"))
     return dg.materialize(assets, resources=resources, raise_on_error=False)
 
 

@@ -7,36 +7,62 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from assets.factory import build_definitions
-from assets.partitions import range_tags
-from assets.resources import ServiceResource, SyncChecksResource
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import range_tags
+from pms_sync.resources import IO_MANAGER_KEY, ServiceResource, SyncChecksResource
+from pms_sync.storage import MappedRecordsIOManager
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
 
 
-def run(defs: dg.Definitions, start: str, end: str | None = None) -> dg.ExecuteInProcessResult:
+def run(
+    defs: dg.Definitions,
+    start: str,
+    end: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> dg.ExecuteInProcessResult:
     """One run of the hotel job over the partitions [start, end] (a single-run window)."""
     job = defs.resolve_job_def("hotel_sync")
     window = dg.PartitionKeyRange(start, end or start)
-    return job.execute_in_process(tags=range_tags(window), raise_on_error=False)
+    return job.execute_in_process(tags=range_tags(window), raise_on_error=False, instance=instance)
 
 
 def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The metadata of the asset's (first) materialization: of a run of one partition."""
     (materialization, *_) = result.asset_materializations_for_node(f"hotel__{asset}")
     return {key: value.value for key, value in materialization.metadata.items()}
 
 
-def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], bool]:
+def by_partition(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, dict[str, Any]]:
     return {
-        (e.asset_key.path[-1], e.check_name): e.passed
-        for e in (
-            event.event_specific_data
-            for event in result.all_events
-            if event.event_type_value == "ASSET_CHECK_EVALUATION"
-        )
+        str(m.partition): {key: value.value for key, value in m.metadata.items()}
+        for m in result.asset_materializations_for_node(f"hotel__{asset}")
     }
+
+
+def summed(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The counts of every partition of the run added up (text: the first partition's)."""
+    total: dict[str, Any] = {}
+    for values in by_partition(result, asset).values():
+        for key, value in values.items():
+            if isinstance(value, int) and not key.startswith("run_"):
+                total[key] = total.get(key, 0) + value
+            else:
+                total.setdefault(key, value)
+    return total
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], bool]:
+    """Per check: whether it passed, on every partition it was evaluated for."""
+    passed: dict[tuple[str, str], bool] = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            check = event.event_specific_data
+            key = (check.asset_key.path[-1], check.check_name)
+            passed[key] = passed.get(key, True) and check.passed
+    return passed
 
 
 def sync_requests(sandbox: SandboxHandle) -> int:
@@ -75,7 +101,7 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     assert stays(clean_sandbox) == {f"B{i}" for i in range(12)}
     units, stays_sent = (
         metadata(first, "synced_accommodations"),
-        metadata(first, "synced_reservations"),
+        summed(first, "synced_reservations"),
     )
     assert (units["create"], units["acknowledged"], units["requests"]) == (3, 3, 3)
     assert (stays_sent["create"], stays_sent["acknowledged"]) == (12, 12)
@@ -86,8 +112,8 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
         "cancel",
         "dead_lettered",
         "pending",
-        "duration_s",
-        "records_per_second",
+        "run_duration_s",
+        "run_records_per_second",
     ):
         assert isinstance(stays_sent[numeric], int | float)
     assert all(checks(first).values())
@@ -99,13 +125,13 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     assert sync_requests(clean_sandbox) == sent
     assert metadata(second, "synced_accommodations")["skip"] == 3
     assert (
-        metadata(second, "synced_reservations")["skip"],
-        metadata(second, "synced_reservations")["requests"],
+        summed(second, "synced_reservations")["skip"],
+        summed(second, "synced_reservations")["requests"],
     ) == (12, 0)
     # The second mapping read the payloads the service acknowledged: none validated again.
-    assert metadata(first, "mapped_reservations")["validated_before"] == 0
+    assert metadata(first, "mapped_reservations")["run_validated_before"] == 0
     assert metadata(second, "mapped_accommodations")["validated_before"] == 3
-    assert metadata(second, "mapped_reservations")["validated_before"] == 12
+    assert metadata(second, "mapped_reservations")["run_validated_before"] == 12
 
 
 def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
@@ -160,6 +186,80 @@ def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_a
     }
     assert partitions == {"2025-03", "2025-04", "2025-05"}
     assert stays(clean_sandbox) == {f"B{i}" for i in range(12) if MONTHS[i % 4] != 6}
+
+
+def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_results(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")])
+    resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
+    defs = build_definitions(hotel.folder.parent, resources)
+
+    result = run(defs, "2025-01", "2025-12")
+
+    assert result.success
+    months = {f"2025-{m:02d}": sum(MONTHS[i % 4] == m for i in range(12)) for m in range(1, 13)}
+    synced = by_partition(result, "synced_reservations")
+    mapped = by_partition(result, "mapped_reservations")
+    assert {month: values["create"] for month, values in synced.items()} == months
+    assert {month: values["acknowledged"] for month, values in synced.items()} == months
+    assert {month: values["records"] for month, values in mapped.items()} == months
+    assert {m: v["quarantined_rows"] for m, v in mapped.items() if v["quarantined_rows"]} == {
+        "2025-05": 1
+    }
+    assert synced["2025-01"]["requests"] == 0 and synced["2025-03"]["requests"] == months["2025-03"]
+    assert synced["2025-03"]["window"] == "2025-03-01 .. 2025-04-01"
+    assert {values["run_requests"] for values in synced.values()} == {12}
+    evaluations = [
+        event.event_specific_data
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        and event.event_specific_data.asset_key.path[-1] == "synced_reservations"
+    ]
+    assert {(e.check_name, e.partition) for e in evaluations} == {
+        (check, month)
+        for check in (
+            "no_new_dead_letters",
+            "accounts_authenticated",
+            "service_answers_agree",
+            "count_anomalies",
+            "upcoming_arrivals_sent",
+        )
+        for month in months
+    }
+    quarantine = {
+        e.partition: e.passed
+        for e in (event.event_specific_data for event in result.all_events)
+        if getattr(e, "check_name", None) == "quarantine_below_threshold" and e.partition
+    }
+    assert quarantine == dict.fromkeys(months, True)
+
+
+def test_count_anomalies_compares_a_month_with_its_own_history(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    many = [booking(i, date(2025, 3 if i < 30 else 4, 1 + i % 28)) for i in range(33)]
+    hotel.write(UNITS, many)
+    defs = build_definitions(hotel.folder.parent, resources)
+    instance = dg.DagsterInstance.ephemeral()  # the history lives in the instance's event log
+    for _ in range(2):  # March holds 30 stays, April 3
+        assert run(defs, "2025-03", "2025-04", instance).success
+
+    april = run(defs, "2025-04", instance=instance)
+
+    # Three stays are April's usual count, not a drop against the 33 of the two months.
+    assert checks(april)[("synced_reservations", "count_anomalies")]
+    hotel.write(UNITS, many[:32])  # one of April's stays left the export
+    dropped = run(defs, "2025-04", instance=instance)
+    (anomaly,) = [
+        e.event_specific_data
+        for e in dropped.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.check_name == "count_anomalies"
+        and e.event_specific_data.asset_key.path[-1] == "synced_reservations"
+    ]
+    assert (anomaly.partition, anomaly.passed) == ("2025-04", False)
+    assert "2 rows extracted, -33% against the median 3" in anomaly.description
 
 
 def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
@@ -326,7 +426,7 @@ def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The production policy waits 30 s and more between attempts; the behaviour is the same.
-    monkeypatch.setattr("assets.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
+    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=1))
     service = ServiceResource(
         base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, concurrency=1
     )
@@ -351,10 +451,11 @@ def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the
 ) -> None:
     hotel.write(UNITS, None)
     defs = build_definitions(hotel.folder.parent, resources)
-    assert {key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
-        "mapped_accommodations",
-        "synced_accommodations",
-        "accounts",
+    assert {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
+        "hotel/pms/units",
+        "hotel/mapped_accommodations",
+        "hotel/synced_accommodations",
+        "hotel/accounts",
     }
     tick = datetime(2026, 5, 14, 2, 0, tzinfo=UTC)
     with dg.build_schedule_context(scheduled_execution_time=tick) as context:
@@ -381,7 +482,132 @@ def test_a_budgeted_run_warns_of_the_upcoming_arrivals_it_left_unsent_and_shows_
 
     assert result.success  # a budget leaves work for the next run; it is not a failure
     assert checks(result)[("synced_reservations", "upcoming_arrivals_sent")] is False
-    synced = metadata(result, "synced_reservations")
+    synced = summed(result, "synced_reservations")
     assert (synced["acknowledged"], synced["deferred"], synced["unsent_upcoming"]) == (4, 2, 2)
-    assert "| upcoming | 2 |" in synced["backlog"]
+    assert "| upcoming | 2 |" in metadata(result, "synced_reservations")["run_backlog"]
     assert len(stays(clean_sandbox)) == 4
+
+
+def test_a_file_landed_in_the_drop_folder_is_what_the_run_syncs_and_is_archived_with_its_run_id(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    soon = [date.fromordinal(date.today().toordinal() + days) for days in (5, 6, 7)]
+    hotel.write(UNITS, [booking(1, soon[0])], extra="  drop_folder: inbox\n")
+    inbox = hotel.folder / "inbox"
+    inbox.mkdir()
+    landed = Export(inbox, "hotel")  # writes units.csv and bookings.csv into the inbox
+    # The sensor's run covers the nightly window (last month to twelve ahead).
+    landed.write(UNITS, [booking(7, soon[1]), booking(8, soon[2])])
+    landed.mapping.unlink()
+    (inbox / "units.csv").unlink()
+    defs = build_definitions(hotel.folder.parent, resources)
+    instance = dg.DagsterInstance.ephemeral()
+    with dg.build_sensor_context(cursor=None, definitions=defs, instance=instance) as context:
+        (request,) = (
+            defs.resolve_sensor_def("hotel_drop_folder").evaluate_tick(context).run_requests
+        )
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(
+        run_config=request.run_config, tags=request.tags, instance=instance
+    )
+
+    assert result.success
+    assert stays(clean_sandbox) == {"B7", "B8"}  # the landed bookings, not the mapping's own
+    (event,) = instance.get_records_for_run(
+        result.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS
+    ).records
+    archive = defs.resolve_sensor_def("hotel_drop_folder_archive")
+    with dg.build_run_status_sensor_context(
+        sensor_name=archive.name,
+        dagster_event=event.event_log_entry.dagster_event,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
+    ) as context:
+        archive(context)
+    assert not (inbox / "bookings.csv").exists()
+    assert (inbox / "archive" / result.run_id / "bookings.csv").exists()
+
+
+def test_the_reservations_alone_sync_on_an_instance_that_never_synced_the_units(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
+    defs = build_definitions(hotel.folder.parent, resources)
+    assert run(defs, "2025-03").success  # the service knows the units
+
+    fresh = {**resources, IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(hotel.folder / "io"))}
+    hotel.write(UNITS, [booking(1, date(2025, 3, 5)), booking(2, date(2025, 3, 9))])
+    defs = build_definitions(hotel.folder.parent, fresh)
+    selection = [
+        dg.AssetKey(["hotel", "mapped_reservations"]),
+        dg.AssetKey(["hotel", "synced_reservations"]),
+    ]
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(
+        tags=range_tags(dg.PartitionKeyRange("2025-03", "2025-03")),
+        asset_selection=selection,
+        raise_on_error=False,
+        instance=instance,
+    )
+
+    assert result.success
+    assert stays(clean_sandbox) == {"B1", "B2"}
+    assert any(
+        "the units were never synced through Dagster" in entry.user_message
+        for entry in instance.all_logs(result.run_id)
+    )
+
+
+def test_a_step_that_keeps_failing_stops_retrying_once_its_retry_window_is_over(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, retry_window_s=0
+    )
+    hotel.write(UNITS, None)
+    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
+
+    result = defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False)
+
+    assert not result.success
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "not retried any more" in failure.event_specific_data.error.message
+
+
+ASSETS = (
+    "mapped_accommodations",
+    "mapped_reservations",
+    "synced_accommodations",
+    "synced_reservations",
+)
+
+
+def test_every_metadata_key_a_run_shows_is_documented(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    # A refused record (403 for hotel-b), a quarantined row and a range of months: most keys.
+    hotel.write(
+        [unit(1), unit(2), unit(3), unit(4, account="hotel-b")],
+        [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")],
+    )
+    resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
+    result = run(build_definitions(hotel.folder.parent, resources), "2025-03", "2025-05")
+    guide = (Path(__file__).parents[2] / "docs" / "dagster.md").read_text()
+
+    shown = {
+        key
+        for node in ASSETS
+        for materialization in result.asset_materializations_for_node(f"hotel__{node}")
+        for key in materialization.metadata
+    }
+    shown |= {
+        key
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        for key in event.event_specific_data.metadata
+    }
+
+    assert {"dead_letter_top_reasons", "quarantine_sample", "anomaly_counts"} <= shown
+    assert sorted(key for key in shown if f"`{key}`" not in guide) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from connector.cli import main
 from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
 from connector.mapping.schema import render
+from connector.records import DateWindow
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ["hotel", "vacation_rental", "sql_pms"]
@@ -40,17 +42,49 @@ def test_each_example_generator_reproduces_the_committed_sample(
     example: str, tmp_path: Path
 ) -> None:
     folder = ROOT / "mappings" / example
+    data = folder if example == "sql_pms" else folder / "data"
+    # The sample is generated around a day (its anchor): the committed one names its own.
+    anchor = json.loads((data / "sample.json").read_text())["anchor"]
+    command = [sys.executable, str(folder / "generate.py"), "--out", str(tmp_path)]
+    subprocess.run([*command, "--anchor", anchor], check=True)
     if example == "sql_pms":
-        subprocess.run(
-            [sys.executable, str(folder / "generate.py"), "--out", str(tmp_path)], check=True
-        )
         assert (tmp_path / "pms.sql").read_text() == (folder / "pms.sql").read_text()
         return
-    subprocess.run(
-        [sys.executable, str(folder / "generate.py"), "--out", str(tmp_path)], check=True
-    )
     for generated in sorted(tmp_path.iterdir()):
         assert generated.read_bytes() == (folder / "data" / generated.name).read_bytes()
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_each_example_generated_today_has_arrivals_in_the_nightly_window(
+    example: str, tmp_path: Path
+) -> None:
+    folder = ROOT / "mappings" / example
+    subprocess.run(
+        [
+            sys.executable,
+            str(folder / "generate.py"),
+            "--out",
+            str(tmp_path),
+            "--anchor",
+            "2031-05-01",
+        ],
+        check=True,
+    )
+    mapping = load_mapping(folder / "mapping.yaml")
+    for name, source in mapping.inputs.items():  # read the generated files instead
+        if hasattr(source, "path"):
+            mapping.inputs[name] = source.model_copy(
+                update={"path": str(tmp_path / Path(source.path).name)}
+            )
+        else:
+            mapping.inputs[name] = source.model_copy(
+                update={"url": f"sqlite:///{tmp_path / 'pms.sqlite'}"}
+            )
+    window = DateWindow(date(2031, 4, 1), date(2032, 6, 1))  # last month to twelve ahead
+
+    batches = map_records(mapping, entities=[Entity.RESERVATION], window=window)
+
+    assert len(batches[Entity.RESERVATION].records) >= 10
 
 
 def test_the_committed_json_schema_is_current() -> None:

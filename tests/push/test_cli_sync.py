@@ -5,7 +5,6 @@ Each CLI run maps the example end to end, so these tests are few and marked slow
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +13,14 @@ from click.testing import CliRunner, Result
 
 from connector.cli import main
 from connector.sandbox.testing import SandboxHandle
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
+from tests.samples import pinned_hotel
 
 
 @pytest.fixture
 def hotel_mapping(tmp_path: Path) -> Path:
-    """A private copy of the hotel example, so a test can edit its export."""
-    copy = tmp_path / "hotel"
-    shutil.copytree(EXAMPLE, copy)
-    return copy / "mapping.yaml"
+    """A private copy of the hotel example, so a test can edit its export; its stays have all
+    ended, so removing a room deactivates it (no guest is staying in it)."""
+    return pinned_hotel(tmp_path / "hotel")
 
 
 def run(

@@ -39,10 +39,6 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from assets.factory import build_definitions
-from assets.partitions import range_tags
-from assets.resources import ServiceResource, SnapshotResource, SourcesResource, SyncChecksResource
-from assets.storage import MappedRecordsIOManager
 from connector.batches import mapped_records_from_resources
 from connector.cli import main
 from connector.client import ClientConfig, ClientCredentials, OpenApiClient, ensure_reachable
@@ -53,6 +49,16 @@ from connector.sandbox.config import AccountConfig, SandboxConfig
 from connector.sandbox.config import ClientConfig as SandboxClient
 from connector.sandbox.testing import SandboxHandle, running_sandbox
 from connector.settings import load_settings, load_tokens_file
+from pms_sync.factory import build_definitions
+from pms_sync.partitions import range_tags
+from pms_sync.resources import (
+    IO_MANAGER_KEY,
+    ServiceResource,
+    SnapshotResource,
+    SourcesResource,
+    SyncChecksResource,
+)
+from pms_sync.storage import MappedRecordsIOManager
 from tests.dagster.exports import Export, booking, unit
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -285,7 +291,7 @@ def test_dagster_runs_never_show_a_secret(
         "snapshot": SnapshotResource(path=str(snapshot), lock_timeout=10),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(max_quarantine_share=0.1),
-        "io_manager": MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
+        IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
     }
     defs = build_definitions(connection.folder.parent, resources)
     job = defs.resolve_job_def("leaky_sync")
@@ -456,7 +462,7 @@ def test_dagster_events_and_metadata_never_show_an_echoed_code(
         "snapshot": SnapshotResource(path=str(snapshot)),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(max_quarantine_share=0.1),
-        "io_manager": MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
+        IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
     }
     job = build_definitions(connection.folder.parent, resources).resolve_job_def("leaky_sync")
     tags = range_tags(dg.PartitionKeyRange("2025-01", "2025-12"))

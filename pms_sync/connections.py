@@ -62,18 +62,24 @@ def dagster_name(name: str) -> str:
     return f"c_{safe}" if safe[0].isdigit() else safe
 
 
-def discover(folder: Path) -> list[Connection]:
-    """Every connection of the folder; a broken mapping file fails loudly with its file and line."""
+def load_connection(path: Path) -> Connection:
+    """The connection of one mapping file; a broken file fails loudly with its file and line."""
     from connector.mapping import load_mapping
 
+    mapping = load_mapping(path)
+    return Connection(name=dagster_name(mapping.name), path=path, mapping=mapping)
+
+
+def discover(folder: Path) -> list[Connection]:
+    """Every connection of the folder; a broken mapping file fails loudly with its file and line."""
     connections: dict[str, Connection] = {}
     for path in mapping_files(folder):
-        mapping = load_mapping(path)
-        name = dagster_name(mapping.name)
+        connection = load_connection(path)
+        name = connection.name
         if name in connections:
             raise ConfigError(
                 f"two mapping files give the connection name {name!r}: "
                 f"{connections[name].path} and {path}; rename one (its `name:` member)"
             )
-        connections[name] = Connection(name=name, path=path, mapping=mapping)
+        connections[name] = connection
     return list(connections.values())

@@ -5,26 +5,31 @@
 from __future__ import annotations
 
 import dagster as dg
+import pandas as pd
 
-from assets.metadata import SAMPLE_ROWS, markdown_table
-from assets.resources import SnapshotResource, SyncChecksResource
 from connector.contract import Entity
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES, Outcome
 from connector.safety.anomalies import CurrentCounts, Severity, count_anomalies, history
+from pms_sync.metadata import SAMPLE_ROWS, markdown_table
+from pms_sync.resources import SnapshotResource, SyncChecksResource
 
 CHECK_COUNT_ANOMALIES = "count_anomalies"
 
 
-def anomaly_check_spec(key: dg.AssetKey) -> dg.AssetCheckSpec:
+def anomaly_check_spec(
+    key: dg.AssetKey, partitions: dg.PartitionsDefinition | None = None
+) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         CHECK_COUNT_ANOMALIES,
         asset=key,
+        partitions_def=partitions,
         description=(
             "Per account, this sync's extracted, changed and acknowledged counts stay within the "
-            "band of the recent successful runs (sync_checks.anomaly_*); an error when records "
-            "were sent and none was acknowledged."
+            "band of the recent successful runs (sync_checks.anomaly_*); a partition is "
+            "compared with its own earlier syncs. An error when records were sent and none was "
+            "acknowledged."
         ),
     )
 
@@ -56,15 +61,19 @@ def anomaly_result(
     entity: str,
     snapshot: SnapshotResource,
     sync_checks: SyncChecksResource,
+    past: pd.DataFrame | None = None,
 ) -> dg.AssetCheckResult:
-    with snapshot.open() as store:
-        past = history(
-            store.runs(),
-            store.run_counts(),
-            entity,
-            exclude=report.run_id,
-            connection=report.plan.connection,
-        )
+    """The check's result; ``past`` is the history to compare with (a partition's own, from
+    its earlier materializations), by default the connection's runs in the snapshot."""
+    if past is None:
+        with snapshot.open() as store:
+            past = history(
+                store.runs(),
+                store.run_counts(),
+                entity,
+                exclude=report.run_id,
+                connection=report.plan.connection,
+            )
     found = count_anomalies(current_counts(report, entity), past, sync_checks.anomaly_bands())
     errors = [a for a in found if a.severity == Severity.ERROR]
     return dg.AssetCheckResult(

@@ -296,6 +296,27 @@ def accounts_metadata(report: SyncReport) -> dict[str, Any]:
     return metadata
 
 
+RUN_LEVEL_SYNC_KEYS: tuple[str, ...] = (
+    "duration_s",
+    "records_per_second",
+    "requests_per_second",
+    "throttled_429",
+)
+"""Figures of a whole run: on a month's materialization they appear as ``run_<name>``."""
+
+
+def run_sync_metadata(report: SyncReport) -> dict[str, Any]:
+    """What a run over several months reports once, for every month it covers."""
+    whole = sync_metadata(report, "reservation")
+    metadata = {f"run_{name}": whole[name] for name in RUN_LEVEL_SYNC_KEYS}
+    metadata["run_requests"] = whole["requests"]
+    metadata["run_status"] = whole["status"]
+    metadata["run_backlog"] = whole["backlog"]
+    if "window" in whole:
+        metadata["run_window"] = whole["window"]
+    return metadata
+
+
 def safety_metadata(report: SyncReport) -> dict[str, Any]:
     """The safety rails' part: field-level differences, held-back records, the guard."""
     metadata: dict[str, Any] = {

@@ -11,34 +11,59 @@ partition range maps, diffs, pushes and reconciles only that window. Each functi
 ``connector/`` and turns its report into metadata; it decides nothing itself.
 """
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import dagster as dg
+from pydantic import Field
 
-from assets.connections import Connection
-from assets.handoff import MappedBatch, SyncOutcome
-from assets.metadata import mapped_metadata, markdown_table, masked_text, sync_metadata
-from assets.partitions import window_of
-from assets.resources import (
+from connector.budget import format_duration
+from connector.client import ServiceUnreachableError
+from connector.contract import Entity
+from connector.errors import PmsSyncError
+from connector.pipeline import SyncReport, load_batches, sync_batches
+from connector.push import Outcome
+from connector.records import DateWindow, MappedRecords
+from connector.safety.guard import GuardRules
+from connector.windowed_report import records_within, report_within
+from pms_sync.connections import Connection
+from pms_sync.exports import entity_inputs, export_key
+from pms_sync.handoff import MappedBatch, SyncOutcome
+from pms_sync.metadata import (
+    RUN_LEVEL_SYNC_KEYS,
+    mapped_metadata,
+    markdown_table,
+    masked_text,
+    run_sync_metadata,
+    sync_metadata,
+)
+from pms_sync.partition_reports import (
+    ANOMALY_COUNTS_KEY,
+    add_partition_metadata,
+    anomaly_counts_metadata,
+    partition_check_events,
+    partition_history,
+    partition_windows,
+)
+from pms_sync.partitions import window_of
+from pms_sync.resources import (
+    IO_MANAGER_KEY,
     ServiceResource,
     SnapshotResource,
     SourcesResource,
     SyncChecksResource,
 )
-from assets.safety import (
+from pms_sync.safety import (
     anomaly_check_spec,
     anomaly_result,
+    current_counts,
     raise_if_blocked,
     raise_if_unusable,
 )
-from assets.schedules import RECONCILE_TAG
-from connector.budget import format_duration
-from connector.contract import Entity
-from connector.pipeline import SyncReport, load_batches, sync_batches
-from connector.push import Outcome
-from connector.records import DateWindow, MappedRecords
-from connector.safety.guard import GuardRules
+from pms_sync.schedules import RECONCILE_TAG
+from pms_sync.storage import OPTIONAL_INPUT
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
@@ -48,7 +73,21 @@ SYNC_RETRY = dg.RetryPolicy(
 )
 """Retries of a sync step whose changes stayed pending after the client's own retries (the
 service was down or rate-limited for minutes). A retry re-plans from the snapshot, so what
-was acknowledged before is a skip and is not sent again."""
+was acknowledged before is a skip and is not sent again. Bounded in time as well:
+``service.retry_window_s`` after its first attempt a step is not retried any more."""
+
+
+class ExportFilesConfig(dg.Config):
+    """Run config of a mapped asset: files to read instead of the mapping's own inputs."""
+
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Input name -> file to read for it in this run (a drop-folder sensor sets it to "
+            "the export that landed). Inputs of the mapping not named here read their own path."
+        ),
+    )
+
 
 CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
 CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
@@ -98,11 +137,21 @@ def build_assets(
 
 
 def _map(
-    connection: Connection, entity: Entity, window: DateWindow | None, snapshot: SnapshotResource
+    connection: Connection,
+    entity: Entity,
+    window: DateWindow | None,
+    snapshot: SnapshotResource,
+    files: dict[str, str],
 ) -> MappedBatch:
     # The snapshot is only read (the payloads it knows valid): mapping takes no write lock.
     batches, policy = load_batches(
-        connection.path, entities=[entity], window=window, snapshot_path=snapshot.path
+        connection.path,
+        entities=[entity],
+        window=window,
+        snapshot_path=snapshot.path,
+        input_paths={
+            name: path for name, path in files.items() if name in entity_inputs(connection, entity)
+        },
     )
     records = batches.get(entity) or MappedRecords(entity)
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
@@ -114,7 +163,14 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
     @dg.asset(
         key=keys.mapped_accommodations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
+        deps=[
+            export_key(connection, name) for name in entity_inputs(connection, Entity.ACCOMMODATION)
+        ],
+        # Unpartitioned, but in a backfill of a range of months it joins the months' single
+        # run: `dagster asset materialize --select group:<name> --partition-range` is one run.
+        backfill_policy=dg.BackfillPolicy.single_run(),
         description=(
             f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
             f"`{connection.path.name}` and validated against the service's contract; invalid "
@@ -122,10 +178,13 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ),
     )
     def mapped_accommodations(
-        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
+        context: dg.AssetExecutionContext,
+        config: ExportFilesConfig,
+        sources: SourcesResource,
+        snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
         with sources.environment():
-            batch = _map(connection, Entity.ACCOMMODATION, window=None, snapshot=snapshot)
+            batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files)
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
     return mapped_accommodations
@@ -139,8 +198,12 @@ def _mapped_reservations(
     @dg.asset(
         key=keys.mapped_reservations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"pandas"},
         partitions_def=partitions,
+        deps=[
+            export_key(connection, name) for name in entity_inputs(connection, Entity.RESERVATION)
+        ],
         # One run per contiguous range: the export is read once for the whole window.
         backfill_policy=dg.BackfillPolicy.single_run(),
         description=(
@@ -150,15 +213,31 @@ def _mapped_reservations(
         ),
     )
     def mapped_reservations(
-        context: dg.AssetExecutionContext, sources: SourcesResource, snapshot: SnapshotResource
+        context: dg.AssetExecutionContext,
+        config: ExportFilesConfig,
+        sources: SourcesResource,
+        snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
         window = window_of(context.partition_time_window)
         context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
         with sources.environment():
-            batch = _map(connection, Entity.RESERVATION, window=window, snapshot=snapshot)
-        metadata = mapped_metadata(batch.records)
-        metadata["window"] = dg.MetadataValue.text(f"{window.start} .. {window.end}")
-        return dg.MaterializeResult(value=batch, metadata=metadata)
+            batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files)
+        # Each month's materialization carries that month's records and problems.
+        by_partition = {}
+        for key, month in partition_windows(context).items():
+            metadata = mapped_metadata(records_within(batch.records, month))
+            del metadata["validated_before"]  # counted for the whole run only
+            metadata["window"] = dg.MetadataValue.text(f"{month.start} .. {month.end}")
+            by_partition[key] = metadata
+        add_partition_metadata(context, by_partition)
+        return dg.MaterializeResult(
+            value=batch,
+            metadata={
+                "run_window": dg.MetadataValue.text(f"{window.start} .. {window.end}"),
+                "run_records": dg.MetadataValue.int(len(batch.records.records)),
+                "run_validated_before": dg.MetadataValue.int(batch.records.known_valid),
+            },
+        )
 
     return mapped_reservations
 
@@ -166,21 +245,27 @@ def _mapped_reservations(
 # -- syncing ------------------------------------------------------------------------------
 
 
-def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpec]:
+def _sync_check_specs(
+    key: dg.AssetKey, entity: Entity, partitions: dg.PartitionsDefinition | None = None
+) -> list[dg.AssetCheckSpec]:
+    # Checks of the partitioned reservations are partitioned too: one result per month.
     specs = [
         dg.AssetCheckSpec(
             CHECK_NO_NEW_DEAD_LETTERS,
             asset=key,
+            partitions_def=partitions,
             description="The service refused no record in this sync (400/403 → dead letters).",
         ),
         dg.AssetCheckSpec(
             CHECK_ACCOUNTS_AUTHENTICATED,
             asset=key,
+            partitions_def=partitions,
             description="The service accepted the credentials of every account of the export.",
         ),
         dg.AssetCheckSpec(
             CHECK_ANSWERS_AGREE,
             asset=key,
+            partitions_def=partitions,
             description=(
                 "Every answer of the service confirmed what was sent: no 2xx without the "
                 "documented body, no counts that contradict the request (docs/decisions.md)."
@@ -195,13 +280,14 @@ def _sync_check_specs(key: dg.AssetKey, entity: Entity) -> list[dg.AssetCheckSpe
                 "Counts drift found and healed per account."
             ),
         ),
-        anomaly_check_spec(key),
+        anomaly_check_spec(key, partitions),
     ]
     if entity == Entity.RESERVATION:
         specs.append(
             dg.AssetCheckSpec(
                 CHECK_UPCOMING_SENT,
                 asset=key,
+                partitions_def=partitions,
                 description=(
                     "Every change of an upcoming arrival (or a stay in progress) reached the "
                     "service; those a budget or the rate limits left behind are counted."
@@ -218,6 +304,7 @@ def _sync(
     service: ServiceResource,
     snapshot: SnapshotResource,
     sync_checks: SyncChecksResource,
+    by_checkin: bool = False,
 ) -> SyncReport:
     # A run of the <connection>_reconcile schedule continues the full reconciliation pass.
     reconcile = context.run.tags.get(RECONCILE_TAG) == "1"
@@ -231,7 +318,32 @@ def _sync(
         allow_mass_change=sync_checks.allow_mass_change,
         release_units_with_stays=sync_checks.allow_deactivation_with_stays,
         reconcile=reconcile,
+        by_checkin=by_checkin,
     )
+
+
+def _guarded_sync(
+    context: dg.AssetExecutionContext,
+    connection: Connection,
+    batch: MappedBatch,
+    service: ServiceResource,
+    snapshot: SnapshotResource,
+    sync_checks: SyncChecksResource,
+    by_checkin: bool = False,
+) -> SyncReport:
+    """The sync, with its errors turned into failures a data engineer reads: a service that
+    cannot be reached is retried within ``service.retry_window_s`` (nothing was sent), any
+    other error of pms-sync (configuration, snapshot) is not retried at all."""
+    try:
+        return _sync(context, connection, batch, service, snapshot, sync_checks, by_checkin)
+    except ServiceUnreachableError as error:
+        may_retry, elapsed = _may_retry(context, service.retry_window_s)
+        later = (
+            "" if may_retry else f" (not retried any more, {elapsed:.0f} s after the first attempt)"
+        )
+        raise dg.Failure(masked_text(f"{error}{later}"), allow_retries=may_retry) from error
+    except PmsSyncError as error:
+        raise dg.Failure(masked_text(str(error)), allow_retries=False) from error
 
 
 def _check_results(
@@ -349,11 +461,46 @@ def _upcoming_sent_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheck
     )
 
 
+def _specs_by_key(context: dg.AssetExecutionContext) -> dict[dg.AssetCheckKey, dg.AssetCheckSpec]:
+    return {spec.key: spec for spec in context.assets_def.check_specs}
+
+
 def _refused(report: SyncReport) -> dict[str, str]:
     return {account: str(error) for account, error in report.push.stopped_accounts.items()}
 
 
-def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: bool) -> None:
+def _freshness(connection: Connection) -> dg.FreshnessPolicy:
+    # A nightly run that did not happen (or failed) turns the synced assets stale in the UI.
+    hours = float(connection.dagster.freshness_hours)
+    return dg.FreshnessPolicy.time_window(
+        fail_window=timedelta(hours=hours), warn_window=timedelta(hours=hours * 0.9)
+    )
+
+
+def _may_retry(context: dg.AssetExecutionContext, window_s: float) -> tuple[bool, float]:
+    """Whether a retry of this step would still start within ``window_s`` of its first
+    attempt, and the seconds since that attempt."""
+    from dagster._core.events import DagsterEventType
+
+    step = str(context.op_execution_context.node_handle)  # the step key of an asset's op
+    starts = [
+        entry.timestamp
+        for entry in context.instance.all_logs(
+            context.run.run_id, of_type=DagsterEventType.STEP_START
+        )
+        if entry.step_key == step
+    ]
+    elapsed = time.time() - min(starts) if starts else 0.0
+    delay = float(SYNC_RETRY.calculate_delay(context.retry_number + 1))
+    return elapsed + delay <= window_s, elapsed
+
+
+def _raise_for_problems(
+    report: SyncReport,
+    refused: dict[str, str],
+    last_sync: bool,
+    retry: Callable[[], tuple[bool, float]] = lambda: (True, 0.0),
+) -> None:
     """Fail the step after its results are recorded, for the problems a data engineer must see.
 
     Pending changes of accounts that authenticated mean transient faults outlasted the client's
@@ -372,11 +519,20 @@ def _raise_for_problems(report: SyncReport, refused: dict[str, str], last_sync: 
         for problem in report.push.problems
         if problem.outcome == Outcome.FAILED and problem.account_id not in refused
     ]
-    if pending:
+    may_retry, elapsed = retry() if pending else (True, 0.0)
+    if pending and may_retry:
         raise dg.Failure(
             f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx); "
             "a retry sends only those, acknowledged records are not sent again",
             allow_retries=True,
+        )
+    if pending:
+        raise dg.Failure(
+            f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx) "
+            f"{elapsed:.0f} s after the step's first attempt: not retried any more (the "
+            "resource's service.retry_window_s). The next run sends them; acknowledged "
+            "records are not sent again",
+            allow_retries=False,
         )
     if failed:
         first = failed[0]
@@ -415,10 +571,13 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
     @dg.asset(
         key=keys.synced_accommodations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"duckdb"},
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
+        backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
+        freshness_policy=_freshness(connection),
         check_specs=_sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
         description=(
             f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
@@ -433,7 +592,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
     ) -> Iterator[dg.MaterializeResult]:
-        report = _sync(context, connection, mapped, service, snapshot, sync_checks)
+        report = _guarded_sync(context, connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
@@ -459,7 +618,9 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         raise_if_blocked(report)
         # The reservations' sync of the same run reports the refused accounts at the end.
         last = not _runs_in_same_run(context, keys.synced_reservations)
-        _raise_for_problems(report, refused, last_sync=last)
+        _raise_for_problems(
+            report, refused, last, lambda: _may_retry(context, service.retry_window_s)
+        )
 
     return synced_accommodations
 
@@ -471,18 +632,24 @@ def _synced_reservations(
     ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
     if has_accommodations:
         # Units first: a reservation references its unit, so it is sent after the units' sync.
-        ins["accommodations"] = dg.AssetIn(keys.synced_accommodations)
+        # Optional: a run of the reservations alone on an instance that never synced the units
+        # works too (reconciling only the accounts of its own window).
+        ins["accommodations"] = dg.AssetIn(
+            keys.synced_accommodations, metadata={OPTIONAL_INPUT: True}
+        )
 
     @dg.asset(
         key=keys.synced_reservations,
         group_name=connection.name,
+        io_manager_key=IO_MANAGER_KEY,
         kinds={"duckdb"},
         ins=ins,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SNAPSHOT_POOL,
         retry_policy=SYNC_RETRY,
-        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION),
+        freshness_policy=_freshness(connection),
+        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
             "acknowledged by the service: created, updated, and (if the mapping says so) future "
@@ -505,32 +672,51 @@ def _synced_reservations(
                 "materialize mapped_reservations in the same run",
                 allow_retries=False,
             )
+        if accommodations is None and has_accommodations:
+            context.log.warning(
+                "the units were never synced through Dagster (no synced_accommodations output): "
+                "syncing the reservations alone; a stay whose unit the service does not know "
+                "is held back. Select the whole job (or the units too) to sync both."
+            )
         if accommodations is not None and mapped.policy.accounts is None:
             # The plan reconciles only accounts present in its batch; a month whose stays all
             # left the export holds none, so take the accounts of the full units export too.
             scope = accommodations.accounts | frozenset(mapped.records.accounts)
             mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
-        report = _sync(context, connection, mapped, service, snapshot, sync_checks)
+        report = _guarded_sync(
+            context, connection, mapped, service, snapshot, sync_checks, by_checkin=True
+        )
         refused = _refused(report)
         for message in refused.values():
             context.log.error(message)
-        yield dg.MaterializeResult(
-            metadata=sync_metadata(report, str(Entity.RESERVATION)),
-            check_results=[
-                *_check_results(keys.synced_reservations, report, refused, Entity.RESERVATION),
-                anomaly_result(
-                    keys.synced_reservations,
-                    report,
-                    str(Entity.RESERVATION),
-                    snapshot,
-                    sync_checks,
-                ),
-            ],
-        )
+        # One materialization and one result per check per month, each with the month's own
+        # figures; a month is compared with its own history by count_anomalies.
+        key = keys.synced_reservations
+        by_partition: dict[str, dict[str, object]] = {}
+        results: list[tuple[str, dg.AssetCheckResult]] = []
+        for partition, month in partition_windows(context).items():
+            part = report_within(report, mapped.records, month)
+            counts = current_counts(part, str(Entity.RESERVATION))
+            metadata = sync_metadata(part, str(Entity.RESERVATION))
+            for name in RUN_LEVEL_SYNC_KEYS:
+                metadata.pop(name, None)
+            metadata[ANOMALY_COUNTS_KEY] = anomaly_counts_metadata(counts)
+            by_partition[partition] = metadata
+            past = partition_history(context, key, partition, sync_checks.anomaly_history_runs)
+            checked = [
+                *_check_results(key, part, _refused(part), Entity.RESERVATION),
+                anomaly_result(key, part, str(Entity.RESERVATION), snapshot, sync_checks, past),
+            ]
+            results += [(partition, result) for result in checked]
+        add_partition_metadata(context, by_partition)
+        yield dg.MaterializeResult(metadata=run_sync_metadata(report))
+        yield from partition_check_events(context, results, _specs_by_key(context))
         raise_if_unusable(report)
         raise_if_blocked(report)
         if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
             refused = {**accommodations.refused_accounts, **refused}
-        _raise_for_problems(report, refused, last_sync=True)
+        _raise_for_problems(
+            report, refused, True, lambda: _may_retry(context, service.retry_window_s)
+        )
 
     return synced_reservations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.connections import Connection
+from pms_sync.connections import Connection
 
 
 def job_name(connection: Connection) -> str:
@@ -16,7 +16,8 @@ def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
     # Partitioning is inferred from the selected assets (reservations by month of check-in).
     return dg.define_asset_job(
         job_name(connection),
-        selection=dg.AssetSelection.groups(connection.name),
+        # The group holds the PMS exports too: external assets no job materializes.
+        selection=dg.AssetSelection.groups(connection.name).materializable(),
         description=(
             f"Map {connection.mapping.name}'s export, check it, and push the changes to the "
             "service: accommodations, then reservations of the run's check-in window."

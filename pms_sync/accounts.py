@@ -15,16 +15,16 @@ from typing import Any
 
 import dagster as dg
 
-from assets.assets import SNAPSHOT_POOL, connection_keys
-from assets.connections import Connection
-from assets.handoff import MappedBatch
-from assets.metadata import SAMPLE_ROWS, markdown_table, masked_metadata
-from assets.resources import ServiceResource, SnapshotResource, SourcesResource
 from connector.accounts import AccountDiscovery, external_ids_of
 from connector.contract import Account, Entity
 from connector.pipeline import load_batches
 from connector.records import MappedRecords
 from connector.snapshot import DiscoveredAccount
+from pms_sync.assets import SNAPSHOT_POOL, connection_keys
+from pms_sync.connections import Connection
+from pms_sync.handoff import MappedBatch
+from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata
+from pms_sync.resources import ServiceResource, SnapshotResource, SourcesResource
 
 CHECK_ACCOUNTS_KNOWN = "accounts_known"
 

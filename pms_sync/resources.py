@@ -1,8 +1,8 @@
 """Resources: where the service is and how to talk to it, where the snapshot lives, check limits.
 
 The embedded defaults point at the local sandbox (``http://127.0.0.1:8765``, token
-``demo-token``, Open API client ``demo-client``) and a DuckDB snapshot under the project's data
-folder ``.pms-sync/``. A
+``demo-token``, Open API client ``demo-client``) and a DuckDB snapshot under the state folder ``.pms-sync/`` of the project
+that loads them (the current directory unless the caller names one, as the CLI does). A
 deployment overrides them with environment variables (read through ``dg.EnvVar`` so their
 values never show in the UI) or by replacing the resources in ``assets/definitions.py``.
 """
@@ -18,7 +18,6 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.storage import MappedRecordsIOManager
 from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
 from connector.budget import Budget
 from connector.client import DEFAULT_BASE_URL, AccountTokens
@@ -28,9 +27,12 @@ from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
 from connector.snapshot import Snapshot, SnapshotStore
 from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
+from pms_sync.storage import MappedRecordsIOManager
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = PROJECT_ROOT / ".pms-sync"
+STATE_DIR_NAME = ".pms-sync"
+"""The state folder (snapshot, sandbox data, step outputs), relative to the project root."""
+IO_MANAGER_KEY = "pms_sync_io_manager"
+"""The mapped records' IO manager: its own key, so a host project's ``io_manager`` stays its own."""
 SANDBOX_TOKEN = "demo-token"  # the local sandbox's published demo token, not a secret
 SANDBOX_CLIENT = ("demo-client", "demo-secret")  # the local sandbox's published demo client
 
@@ -142,6 +144,14 @@ class ServiceResource(dg.ConfigurableResource):
             "Empty: the max_duration_s of every run."
         ),
     )
+    retry_window_s: float = Field(
+        default=300.0,
+        description=(
+            "A sync step whose changes stay pending is retried (up to 3 times, 30 s, 60 s, "
+            "120 s apart) only while the retry would start within this many seconds of the "
+            "step's first attempt; then it fails and the next run sends them."
+        ),
+    )
 
     def tokens(self) -> AccountTokens:
         per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}
@@ -195,7 +205,7 @@ class SnapshotResource(dg.ConfigurableResource):
     """The DuckDB snapshot of what the service acknowledged (one writer at a time)."""
 
     path: str = Field(
-        default=str(DATA_DIR / "snapshot.duckdb"), description="Snapshot file (DuckDB)."
+        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"), description="Snapshot file (DuckDB)."
     )
     lock_timeout: float = Field(
         default=300.0,
@@ -266,8 +276,12 @@ def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
-def default_resources() -> dict[str, object]:
-    """The embedded defaults, overridable through PMS_SYNC_* environment variables."""
+def default_resources(state_dir: Path | None = None) -> dict[str, object]:
+    """The embedded defaults, overridable through PMS_SYNC_* environment variables.
+
+    ``state_dir`` holds the snapshot and the step outputs (default ``./.pms-sync``).
+    """
+    state_dir = state_dir if state_dir is not None else Path(STATE_DIR_NAME).resolve()
     rate = os.environ.get("PMS_SYNC_RATE_LIMIT")
     share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
     base_url = os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL
@@ -289,11 +303,11 @@ def default_resources() -> dict[str, object]:
             refresh=os.environ.get("PMS_SYNC_REFRESH") or None,
         ),
         "snapshot": SnapshotResource(
-            path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(DATA_DIR / "snapshot.duckdb")
+            path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(state_dir / "snapshot.duckdb")
         ),
         "sources": SourcesResource(),
         "sync_checks": SyncChecksResource(max_quarantine_share=float(share) if share else 0.01),
-        "io_manager": MappedRecordsIOManager(base_dir=str(DATA_DIR / "dagster-io")),
+        IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state_dir / "dagster-io")),
     }
 
 

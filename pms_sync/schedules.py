@@ -4,8 +4,8 @@ dagster section, and the full reconciliation when the mapping asks for one."""
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.connections import Connection
-from assets.partitions import full_range_tags, nightly_tags
+from pms_sync.connections import Connection
+from pms_sync.partitions import full_range_tags, nightly_tags
 
 RECONCILE_TAG = "pms_sync/reconcile"
 """A run with this tag set to "1" continues the connection's full reconciliation pass."""

@@ -17,6 +17,9 @@ import dagster as dg
 
 from connector.private_files import open_private
 
+OPTIONAL_INPUT = "pms_sync/optional"
+"""Metadata of an input that may be absent (its asset never materialized): the step gets None."""
+
 
 class MappedRecordsIOManager(dg.ConfigurableIOManager):
     """Pickles step outputs under ``base_dir/<asset key>/<partition range>.pkl``."""
@@ -41,6 +44,8 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext) -> Any:
         path = self._path(context)
+        if not path.exists() and context.definition_metadata.get(OPTIONAL_INPUT):
+            return None
         if not path.exists():
             raise dg.Failure(
                 f"{context.asset_key.to_user_string()} has no stored output for "

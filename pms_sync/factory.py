@@ -9,20 +9,21 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.accounts import build_accounts_asset
-from assets.assets import build_assets
-from assets.checks import build_checks
-from assets.connections import Connection, discover
-from assets.jobs import build_job
-from assets.partitions import reservation_partitions
-from assets.resources import default_resources
-from assets.schedules import build_reconcile_schedule, build_schedule
-from assets.sensors import build_sensor
 from connector.contract import Entity
+from pms_sync.accounts import build_accounts_asset
+from pms_sync.assets import build_assets
+from pms_sync.checks import build_checks
+from pms_sync.connections import Connection, discover
+from pms_sync.exports import export_specs
+from pms_sync.jobs import build_job
+from pms_sync.partitions import reservation_partitions
+from pms_sync.resources import default_resources
+from pms_sync.schedules import build_reconcile_schedule, build_schedule
+from pms_sync.sensors import build_sensors
 
 
 @contextmanager
-def _accepted_preview_apis() -> Iterator[None]:
+def accepted_preview_apis() -> Iterator[None]:
     """Silence the two warnings of Dagster APIs we chose knowingly (docs/decisions.md).
 
     ``backfill_policy`` (beta) makes a backfill or the nightly window one run that reads the
@@ -42,27 +43,34 @@ def _accepted_preview_apis() -> Iterator[None]:
 
 
 def connection_definitions(connection: Connection) -> dg.Definitions:
-    """Assets, checks, job, nightly schedule, (when configured) reconciliation schedule and
-    (with a drop folder) sensor of one connection."""
+    """Everything of one connection: the place where its definitions are assembled.
+
+    The PMS exports (external assets), the mapped and synced assets and their checks, the job,
+    the nightly schedule and, with a drop folder, its sensors, the Open API accounts asset and (when configured) the
+    reconciliation schedule.
+    """
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
     job = build_job(connection)
     # Only reservations are partitioned: a units-only connection's runs carry no window.
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
-    sensor = build_sensor(connection, job, window)
     reconcile = build_reconcile_schedule(connection, job, window)
     return dg.Definitions(
-        assets=[*build_assets(connection, partitions), build_accounts_asset(connection)],
+        assets=[
+            *export_specs(connection),
+            *build_assets(connection, partitions),
+            build_accounts_asset(connection),
+        ],
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
         schedules=[build_schedule(connection, job, window), *([reconcile] if reconcile else [])],
-        sensors=[sensor] if sensor else [],
+        sensors=build_sensors(connection, job, window),
     )
 
 
 def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
     """Definitions for every mapping file of ``folder``, with the given or default resources."""
-    with _accepted_preview_apis():
+    with accepted_preview_apis():
         connections = [connection_definitions(connection) for connection in discover(folder)]
     return dg.Definitions.merge(
         *connections,

@@ -1,0 +1,146 @@
+"""One sync's report restricted to a window of check-in dates: what the run did for those stays.
+
+A run over several months (a backfill, the nightly window) is one plan and one push; its report
+split month by month tells each month's own counts, as a run of that month alone would have
+reported them: the records whose check-in lies in the month, the problems of its rows (rows
+whose check-in could not be read belong to every month, as they are read by every month's run),
+the changes planned for them and the service's answers to those changes. What belongs to the
+run as a whole (its duration, the mass-change guard's verdict, 429s, time spent waiting for
+rate-limit windows) is kept as it is.
+
+The sync must have been run with ``by_checkin=True`` (``connector.pipeline.sync_batches``), so
+the plan kept its reservations' tally per check-in day.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from datetime import date
+
+import pandas as pd
+
+from connector.contract import Entity
+from connector.errors import PmsSyncError
+from connector.pipeline import SyncReport
+from connector.plan import Plan, extracted_counts
+from connector.push import OUTCOMES, PushResult
+from connector.records import DateWindow, MappedRecords
+
+
+def report_within(report: SyncReport, batch: MappedRecords, window: DateWindow) -> SyncReport:
+    """``report`` (of a sync of ``batch``'s reservations) restricted to check-ins in ``window``."""
+    if report.plan.tally_by_checkin is None:
+        raise PmsSyncError(
+            "the report keeps no counts per check-in day: run the sync with by_checkin=True "
+            "to split it by window"
+        )
+    part = records_within(batch, window)
+    plan = _plan_within(report.plan, part, window)
+    keys = set(zip(plan.changes["account_id"], plan.changes["record_id"], strict=True))
+    sample = [row for row in report.quarantine_sample if _row_in(row.get("checkin"), window)]
+    return replace(
+        report,
+        plan=plan,
+        push=_push_within(report.push, keys, plan.accounts, window),
+        quarantine={str(batch.entity): len(part.quarantine)},
+        quarantine_sample=sample,
+        diff_sample=[c for c in report.diff_sample if (c.account_id, c.record_id) in keys],
+    )
+
+
+def records_within(batch: MappedRecords, window: DateWindow) -> MappedRecords:
+    """The records with check-in in ``window``, and the problems of rows in it or of rows
+    whose check-in could not be read."""
+    checkin = pd.to_datetime(batch.records["checkin"])
+    inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
+    quarantine = batch.quarantine
+    if len(quarantine):
+        days = quarantine["checkin"].fillna("").astype(str)
+        keep = [_row_in(day, window) for day in days]
+        quarantine = quarantine.loc[keep]
+    return MappedRecords(
+        entity=batch.entity,
+        records=batch.records.loc[inside.to_numpy()].reset_index(drop=True),
+        quarantine=quarantine.reset_index(drop=True),
+        known_valid=0,  # counted for the whole batch only
+        present_elsewhere=batch.present_elsewhere,
+    )
+
+
+def _row_in(day: object, window: DateWindow) -> bool:
+    text = "" if day is None else str(day)[:10]
+    if not text:
+        return True  # its check-in could not be read: every window's run reads it
+    try:
+        return window.contains(date.fromisoformat(text))
+    except ValueError:
+        return True  # a check-in beyond the supported dates: reported wherever it is read
+
+
+def _plan_within(plan: Plan, part: MappedRecords, window: DateWindow) -> Plan:
+    changes = plan.changes
+    if len(changes):
+        days = pd.to_datetime(changes["checkin"])
+        mask = (
+            (changes["entity"] == str(Entity.RESERVATION))
+            & (days >= pd.Timestamp(window.start))
+            & (days < pd.Timestamp(window.end))
+        )
+        changes = changes.loc[mask.to_numpy()].reset_index(drop=True)
+    tally = plan.tally_by_checkin
+    assert tally is not None
+    if len(tally):
+        days = pd.to_datetime(tally["checkin"])
+        inside = (days >= pd.Timestamp(window.start)) & (days < pd.Timestamp(window.end))
+        tally = tally.loc[inside.to_numpy()]
+    return replace(
+        plan,
+        changes=changes,
+        tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]].reset_index(
+            drop=True
+        ),
+        extracted=extracted_counts(Entity.RESERVATION, part),
+        window=window,
+        units_with_stays=plan.units_with_stays.iloc[0:0],
+        tally_by_checkin=None,
+    )
+
+
+def _push_within(
+    push: PushResult, keys: set[tuple[str, str]], accounts: list[str], window: DateWindow
+) -> PushResult:
+    counters = {
+        key: counter
+        for key, counter in push.by_checkin.items()
+        if key[2] is not None and window.contains(key[2])
+    }
+    outcomes = {str(o): 0 for o in OUTCOMES}
+    by_account: dict[tuple[str, str], Counter[str]] = {}
+    deferred: Counter[str] = Counter()
+    pending: Counter[str] = Counter()
+    requests = unconfirmed = 0
+    for (entity, account, _day, urgency), counter in counters.items():
+        for outcome in outcomes:
+            outcomes[outcome] += counter.get(outcome, 0)
+        by_account.setdefault((entity, account), Counter()).update(
+            {name: n for name, n in counter.items() if name not in ("deferred", "unconfirmed")}
+        )
+        deferred[urgency] += counter.get("deferred", 0)
+        pending[urgency] += counter.get("pending", 0)
+        requests += counter.get("requests", 0)
+        unconfirmed += counter.get("unconfirmed", 0)
+    return replace(
+        push,
+        outcomes=outcomes,
+        requests=requests,
+        problems=[p for p in push.problems if (p.account_id, p.record_id) in keys],
+        disagreements=[d for d in push.disagreements if (d.account_id, d.record_id) in keys],
+        stopped_accounts={a: e for a, e in push.stopped_accounts.items() if a in accounts},
+        by_account=by_account,
+        held_back=[h for h in push.held_back if (h.account_id, h.record_id) in keys],
+        deferred=+deferred,
+        pending_by_urgency=+pending,
+        unconfirmed=unconfirmed,
+        by_checkin=counters,
+    )

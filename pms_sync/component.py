@@ -1,0 +1,125 @@
+"""``PmsSyncComponent``: one PMS connection in any Dagster project, declared in a ``defs.yaml``.
+
+In a ``dg`` project::
+
+    dg scaffold defs pms_sync.PmsSyncComponent hotel    # writes defs/hotel/defs.yaml (+ a mapping)
+
+and ``defs/hotel/defs.yaml`` reads::
+
+    type: pms_sync.PmsSyncComponent
+    attributes:
+      mapping: mapping.yaml          # relative to this file's folder
+
+The component builds what pms-sync's own code location builds per mapping file (the asset
+group, its checks, job, nightly schedule, drop-folder sensor and the PMS exports as external
+assets), and the resources every connection shares. pms-sync's own code location
+(``assets/definitions.py``) is made of one such component per mapping file.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import dagster as dg
+from pydantic import BaseModel, Field
+
+from pms_sync.connections import Connection, discover, load_connection
+from pms_sync.factory import accepted_preview_apis, connection_definitions
+from pms_sync.resources import STATE_DIR_NAME, default_resources
+
+_TEMPLATE = Path(__file__).parent / "templates" / "mapping.yaml"
+
+
+class PmsSyncScaffoldParams(BaseModel):
+    """Options of ``dg scaffold defs pms_sync.PmsSyncComponent NAME``."""
+
+    mapping: str | None = Field(
+        default=None,
+        description=(
+            "An existing mapping file for the new connection (relative to the new folder, or "
+            "absolute). Without it, a commented starter mapping.yaml is written next to defs.yaml."
+        ),
+    )
+
+
+class PmsSyncScaffolder(dg.Scaffolder[PmsSyncScaffoldParams]):
+    """Writes ``defs.yaml`` naming the mapping file, and a starter mapping when none is given."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[PmsSyncScaffoldParams]:
+        return PmsSyncScaffoldParams
+
+    def scaffold(self, request: dg.ScaffoldRequest[PmsSyncScaffoldParams]) -> None:
+        mapping = request.params.mapping if request.params else None
+        if mapping is None:
+            mapping = "mapping.yaml"
+            name = request.target_path.name
+            target = request.target_path / mapping
+            if not target.exists():
+                target.write_text(_TEMPLATE.read_text().replace("name: hotel", f"name: {name}"))
+        dg.scaffold_component(request, {"mapping": mapping})
+
+
+@dg.scaffold_with(PmsSyncScaffolder)
+class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
+    """One PMS connection, synced to the guest-experience service: its mapping file becomes an
+    asset group (PMS exports → mapped → synced), with checks, a job, a nightly schedule and,
+    if the mapping names one, a drop-folder sensor."""
+
+    mapping: str = Field(
+        description="The connection's mapping file, relative to the folder of this defs.yaml."
+    )
+    state_dir: str = Field(
+        default=STATE_DIR_NAME,
+        description=(
+            "Folder of the snapshot and of the mapped records between steps, relative to the "
+            "project root. Every connection of a project shares it (one snapshot per "
+            "deployment); PMS_SYNC_SNAPSHOT overrides the snapshot file."
+        ),
+    )
+
+    def mapping_path(self, folder: Path) -> Path:
+        path = Path(self.mapping).expanduser()
+        return path if path.is_absolute() else (folder / path).resolve()
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        return self.definitions(self.mapping_path(context.path), context.project_root)
+
+    def definitions(self, mapping_file: Path, project_root: Path) -> dg.Definitions:
+        """The connection's definitions and the resources all connections of the project share."""
+        return _definitions(load_connection(mapping_file), self.state_path(project_root))
+
+    def state_path(self, project_root: Path) -> Path:
+        path = Path(self.state_dir).expanduser()
+        return (path if path.is_absolute() else project_root / path).resolve()
+
+
+def _definitions(connection: Connection, state_dir: Path) -> dg.Definitions:
+    with accepted_preview_apis():
+        own = connection_definitions(connection)
+    return dg.Definitions.merge(own, dg.Definitions(resources=shared_resources(state_dir)))
+
+
+@functools.cache
+def shared_resources(state_dir: Path) -> dict[str, object]:
+    """One set of resource objects per state folder.
+
+    ``Definitions.merge`` accepts a resource key twice only when it is the same object, so every
+    component of a project hands back these very objects.
+    """
+    return default_resources(state_dir)
+
+
+def folder_definitions(folder: Path, project_root: Path) -> dg.Definitions:
+    """One ``PmsSyncComponent`` per mapping file of ``folder``: pms-sync's own code location."""
+    components = [
+        (PmsSyncComponent(mapping=str(connection.path)), connection)
+        for connection in discover(folder)
+    ]
+    return dg.Definitions.merge(
+        *(
+            _definitions(connection, component.state_path(project_root))
+            for component, connection in components
+        )
+    )
