@@ -81,6 +81,9 @@ class SyncReport:
     unresolved: int = 0  # records whose external id matches no account (quarantined)
     # Open drift after the run per (entity, account): re-sent by the next run (docs/drift.md).
     drift_open: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The same records one by one (entity, account_id, record_id, checkin), so a report split
+    # by check-in month counts each month's own (connector.windowed_report).
+    drift_open_rows: pd.DataFrame | None = None
 
     @property
     def held(self) -> int:
@@ -495,6 +498,7 @@ def sync_batches(
             _adopt_exported(snapshot, batches, plan.connection)
             if passes:
                 finish_passes(snapshot, passes, plan, result, _now())
+        open_drift = snapshot.open_drift()
         report = SyncReport(
             run_id=run_id,
             mapping=mapping,
@@ -511,7 +515,8 @@ def sync_batches(
             rate_windows=effective_windows(settings.client),
             accounts=discovery.report,
             unresolved=_unresolved_records(batches),
-            drift_open=_drift_open(snapshot),
+            drift_open=_drift_open(open_drift),
+            drift_open_rows=open_drift,
         )
         _record_run(snapshot, report)
     return report
@@ -536,12 +541,21 @@ def _real_changes(changes: pd.DataFrame) -> pd.DataFrame:
     return changes[~changes["reason"].isin(list(RESEND_REASONS))]
 
 
-def _drift_open(snapshot: SnapshotStore) -> dict[tuple[str, str], int]:
-    found = snapshot.open_drift()
+def _drift_open(found: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """Open drift per (entity, account) of the rows of ``SnapshotStore.open_drift``."""
     if not len(found):
         return {}
     counts = found.groupby(["entity", "account_id"]).size()
     return {(str(e), str(a)): int(n) for (e, a), n in counts.items()}
+
+
+def drift_open_within(rows: pd.DataFrame | None, window: DateWindow) -> dict[tuple[str, str], int]:
+    """Open drift per (entity, account) of the records whose check-in lies in ``window``."""
+    if rows is None or not len(rows):
+        return {}
+    checkin = pd.to_datetime(rows["checkin"])
+    inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
+    return _drift_open(rows.loc[inside])
 
 
 def _adopt_exported(

@@ -582,8 +582,10 @@ def _note_drift(
             )
         )
         counter["drift_found"] += 1
+        result.checkin_tally(change)["drift_found"] += 1
     if healed:
         counter["drift_healed"] += 1
+        result.checkin_tally(change)["drift_healed"] += 1
         result.drift_healed += 1
     if finding is not None or healed:
         recorder.drift(

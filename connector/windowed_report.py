@@ -22,7 +22,7 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.pipeline import SyncReport
+from connector.pipeline import SyncReport, drift_open_within
 from connector.plan import Plan, extracted_counts
 from connector.push import OUTCOMES, PushResult
 from connector.records import DateWindow, MappedRecords
@@ -46,6 +46,7 @@ def report_within(report: SyncReport, batch: MappedRecords, window: DateWindow) 
         quarantine={str(batch.entity): len(part.quarantine)},
         quarantine_sample=sample,
         diff_sample=[c for c in report.diff_sample if (c.account_id, c.record_id) in keys],
+        drift_open=drift_open_within(report.drift_open_rows, window),
     )
 
 
@@ -119,7 +120,7 @@ def _push_within(
     by_account: dict[tuple[str, str], Counter[str]] = {}
     deferred: Counter[str] = Counter()
     pending: Counter[str] = Counter()
-    requests = unconfirmed = 0
+    requests = unconfirmed = healed = 0
     for (entity, account, _day, urgency), counter in counters.items():
         for outcome in outcomes:
             outcomes[outcome] += counter.get(outcome, 0)
@@ -130,6 +131,7 @@ def _push_within(
         pending[urgency] += counter.get("pending", 0)
         requests += counter.get("requests", 0)
         unconfirmed += counter.get("unconfirmed", 0)
+        healed += counter.get("drift_healed", 0)
     return replace(
         push,
         outcomes=outcomes,
@@ -143,4 +145,6 @@ def _push_within(
         pending_by_urgency=+pending,
         unconfirmed=unconfirmed,
         by_checkin=counters,
+        drift=[d for d in push.drift if (d.account_id, d.record_id) in keys],
+        drift_healed=healed,
     )

@@ -105,6 +105,10 @@ def _rows_of_records(
             "field": ACCOUNT_FIELD,
             "reason": [reason(value) for value in external],
             "value": external.to_numpy(),
+            "checkin": pd.to_datetime(records["checkin"])
+            .dt.strftime("%Y-%m-%d")
+            .fillna("")
+            .to_numpy(),
         },
         columns=list(QUARANTINE_COLUMNS),
     )

@@ -209,8 +209,10 @@ def record_drift(cursor: duckdb.DuckDBPyConnection, events: Sequence[DriftEvent]
 
 def open_drift(cursor: duckdb.DuckDBPyConnection, entity: Entity | None) -> pd.DataFrame:
     sql = (
-        "SELECT account_id, entity, record_id, kind, detail, found_at, request_id FROM drift "
-        "WHERE healed_at IS NULL AND ($entity IS NULL OR entity = $entity) ORDER BY ALL"
+        "SELECT d.account_id, d.entity, d.record_id, d.kind, d.detail, d.found_at, "
+        "d.request_id, a.checkin FROM drift AS d "
+        "LEFT JOIN acknowledged AS a USING (account_id, entity, record_id) "
+        "WHERE d.healed_at IS NULL AND ($entity IS NULL OR d.entity = $entity) ORDER BY ALL"
     )
     return cursor.execute(sql, {"entity": None if entity is None else str(entity)}).df()
 

@@ -45,9 +45,9 @@ def test_invalid_rows_of_an_unknown_external_id_are_set_apart_once_for_the_accou
     records = empty_records()
     quarantine = pd.DataFrame(
         [
-            ("accommodation", "H-9", "U1", "units", "4", "name", "missing required value", ""),
-            ("accommodation", "H-9", "U1", "units", "4", "city", "missing required value", ""),
-            ("accommodation", "H-1", "U2", "units", "5", "city", "missing required value", ""),
+            ("accommodation", "H-9", "U1", "units", "4", "name", "missing required value", "", ""),
+            ("accommodation", "H-9", "U1", "units", "4", "city", "missing required value", "", ""),
+            ("accommodation", "H-1", "U2", "units", "5", "city", "missing required value", "", ""),
         ],
         columns=list(QUARANTINE_COLUMNS),
     )

@@ -116,6 +116,7 @@ def test_a_dg_project_adds_connections_with_the_component_and_loads_their_defini
             "mapped_reservations",
             "synced_accommodations",
             "synced_reservations",
+            "accounts",
         )
     }
     assert {job["name"] for job in found["jobs"]} == {"hotel_sync", "flats_sync"}

@@ -223,6 +223,7 @@ def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_re
             "accounts_authenticated",
             "service_answers_agree",
             "count_anomalies",
+            "drift_healed",
             "upcoming_arrivals_sent",
         )
         for month in months
