@@ -33,8 +33,10 @@ CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
     CASE WHEN decimal_comma
          THEN replace(replace(replace(trim(x), ' ', ''), '.', ''), ',', '.')
          ELSE replace(trim(x), ' ', '') END;
+-- "inf", "nan", "1e999" cast to DOUBLE, but are no JSON number: not a number here either.
 CREATE OR REPLACE MACRO pms_number(x, decimal_comma) AS
-    TRY_CAST(pms_number_text(x, decimal_comma) AS DOUBLE);
+    list_transform([TRY_CAST(pms_number_text(x, decimal_comma) AS DOUBLE)],
+                   lambda v: CASE WHEN isfinite(v) THEN v END)[1];
 CREATE OR REPLACE MACRO pms_integer(x, decimal_comma) AS
     CASE WHEN pms_number(x, decimal_comma) = trunc(pms_number(x, decimal_comma))
               AND abs(pms_number(x, decimal_comma)) < 9e15

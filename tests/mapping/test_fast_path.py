@@ -170,3 +170,18 @@ def test_a_run_after_one_the_service_acknowledged_validates_only_what_changed(
     units, reservations = again[Entity.ACCOMMODATION], again[Entity.RESERVATION]
     assert units.known_valid == len(units.records) == len(first[Entity.ACCOMMODATION].records)
     assert reservations.known_valid == len(reservations.records) - 1  # the changed booking
+
+
+@pytest.mark.parametrize("paid", ["inf", "-Infinity", "nan", "1e999"])
+def test_a_number_that_is_no_json_number_is_quarantined_by_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paid: str
+) -> None:
+    mapping = _export(tmp_path / "hotel", [(0, "paid", paid)])
+
+    fast = _map(mapping, monkeypatch, fast=True)
+    reference = _map(mapping, monkeypatch, fast=False)
+
+    quarantined = fast[Entity.RESERVATION].quarantine
+    assert list(quarantined["field"]) == ["unitReservations.paidAmount"]
+    assert quarantined["reason"].iloc[0] == f"expected a number, got {paid!r}"
+    _same(fast[Entity.RESERVATION], reference[Entity.RESERVATION])
