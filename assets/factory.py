@@ -13,11 +13,14 @@ from assets.accounts import build_accounts_asset
 from assets.assets import build_assets
 from assets.checks import build_checks
 from assets.connections import Connection, discover
+from assets.events import build_events_definitions
 from assets.jobs import build_job
+from assets.links import build_links_definitions
 from assets.partitions import reservation_partitions
 from assets.resources import default_resources
 from assets.schedules import build_reconcile_schedule, build_schedule
 from assets.sensors import build_sensor
+from assets.webhooks import build_webhooks_definitions
 from connector.contract import Entity
 
 
@@ -43,7 +46,8 @@ def _accepted_preview_apis() -> Iterator[None]:
 
 def connection_definitions(connection: Connection) -> dg.Definitions:
     """Assets, checks, job, nightly schedule, (when configured) reconciliation schedule and
-    (with a drop folder) sensor of one connection."""
+    (with a drop folder) sensor of one connection; guest links, webhooks and received events
+    where its mapping declares them."""
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
     job = build_job(connection)
@@ -51,12 +55,19 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
     sensor = build_sensor(connection, job, window)
     reconcile = build_reconcile_schedule(connection, job, window)
-    return dg.Definitions(
+    core = dg.Definitions(
         assets=[*build_assets(connection, partitions), build_accounts_asset(connection)],
         asset_checks=build_checks(connection, partitions),
         jobs=[job],
         schedules=[build_schedule(connection, job, window), *([reconcile] if reconcile else [])],
         sensors=[sensor] if sensor else [],
+    )
+    # What comes back from the service (docs/loop.md): each empty unless the mapping asks.
+    return dg.Definitions.merge(
+        core,
+        build_links_definitions(connection),
+        build_webhooks_definitions(connection),
+        build_events_definitions(connection),
     )
 
 

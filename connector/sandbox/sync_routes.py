@@ -18,7 +18,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connector.canonical import canonical_json
-from connector.contract import ENVELOPES, SYNC_PATHS, Entity, Reservation, validate_json_body
+from connector.contract import (
+    ENVELOPES,
+    SYNC_PATHS,
+    Entity,
+    OutgoingEventName,
+    Reservation,
+    validate_json_body,
+)
 from connector.sandbox.openapi_routes import unknown_query_parameters
 from connector.sandbox.responses import plain_error
 from connector.sandbox.state import SandboxState
@@ -127,11 +134,20 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
         )
         if isinstance(resource, Reservation):
             content = _reservation_response(outcome, resource)
+            if outcome is WriteOutcome.CREATED:
+                # Scheduled, not awaited: the answer never waits for a webhook's receiver.
+                _emit_created(state, envelope.accountId, resource.id)
         else:
             content = _accommodation_response(outcome)
         return JSONResponse(content, headers=limit.headers)
 
     return handle
+
+
+def _emit_created(state: SandboxState, account_id: str, reservation_id: str) -> None:
+    found = state.store.find_records((account_id,), Entity.RESERVATION.value, reservation_id)
+    if found:
+        state.events.emit(OutgoingEventName.RESERVATION_CREATED, found[0])
 
 
 def sync_routes(state: SandboxState) -> list[Route]:
