@@ -8,8 +8,6 @@ destination:``, writes them back. Exists for connections whose mapping has an ``
 section.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import dagster as dg

@@ -7,8 +7,6 @@ written back where the mapping declares. Exists for connections whose mapping ha
 ``links:`` section. The function calls ``connector.links`` and turns its report into metadata.
 """
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 

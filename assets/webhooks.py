@@ -6,8 +6,6 @@ service's configurations are created, updated or deleted until they match it (a 
 materialization changes nothing). Exists for connections whose mapping names a webhooks file.
 """
 
-from __future__ import annotations
-
 import dagster as dg
 
 from assets.connections import Connection
