@@ -4,8 +4,10 @@ The service POSTs each event to ``http://HOST:PORT/events/<connection>`` (the UR
 file gives); the receiver checks the secret header, stores the event once in its DuckDB file
 and answers at once. Runs until interrupted.
 
-Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 it could not start (the port is taken, a
-non-loopback address without a secret, a setting is invalid).
+Exit codes: 1 it could not start (the port is taken, a non-loopback address without a
+secret, a setting is invalid). Ctrl-C or SIGTERM shut it down gracefully (the batch being
+written is committed and answered); the process then ends with the signal's own status, as
+uvicorn re-raises it.
 """
 
 from __future__ import annotations

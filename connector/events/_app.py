@@ -2,7 +2,8 @@
 the service's ``{"accountId", "event", "resource"}``.
 
 Checks, in order: the secret header when one is configured (compared in constant time; 401
-without telling which part was wrong), the body's size (413 past the bound, before it is
+without telling which part was wrong), the connection named by the path (404 unless letters,
+digits, ``_.-``), the body's size (413 past the bound, before it is
 read whole), the body's shape (400). A valid event is stored once (its key: the SHA-256 of
 the body's canonical JSON) and answered 200 at once; a redelivery is answered 200 too, so the
 service stops retrying. When the store cannot be written, 503 with Retry-After asks the
@@ -76,9 +77,6 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Star
     expected = settings.secret.encode() if settings.secret else None
 
     async def receive(request: Request) -> Response:
-        connection = request.path_params.get("connection", "")
-        if connection and not CONNECTION_NAME.fullmatch(connection):
-            return _error(404, "not_found", "the connection in the path is letters, digits, _.-")
         if expected is not None:
             presented = request.headers.get(settings.secret_header, "").encode()
             # Constant time whatever the presented value; the value is never echoed.
@@ -86,6 +84,9 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Star
                 return _error(
                     401, "unauthorized", f"missing or wrong {settings.secret_header} header"
                 )
+        connection = request.path_params.get("connection", "")
+        if connection and not CONNECTION_NAME.fullmatch(connection):
+            return _error(404, "not_found", "the connection in the path is letters, digits, _.-")
         try:
             body = await _bounded_body(request, settings.max_body_bytes)
         except BodyTooLarge:

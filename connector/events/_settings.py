@@ -78,8 +78,10 @@ def receiver_settings(
     comes from the environment only: a command line is visible to other users."""
     env = os.environ if env is None else env
     try:
-        port = port or int(env.get("PMS_SYNC_RECEIVER_PORT") or DEFAULT_PORT)
-        max_body = max_body_bytes or int(env.get("PMS_SYNC_RECEIVER_MAX_BODY") or DEFAULT_MAX_BODY)
+        if port is None:  # 0 is a choice: any free port
+            port = int(env.get("PMS_SYNC_RECEIVER_PORT") or DEFAULT_PORT)
+        if max_body_bytes is None:
+            max_body_bytes = int(env.get("PMS_SYNC_RECEIVER_MAX_BODY") or DEFAULT_MAX_BODY)
     except ValueError as error:
         raise ConfigError(f"receiver setting: expected an integer ({error})") from None
     return ReceiverSettings(
@@ -88,7 +90,7 @@ def receiver_settings(
         port=port,
         secret=env.get("PMS_SYNC_RECEIVER_SECRET") or None,
         secret_header=secret_header or env.get("PMS_SYNC_RECEIVER_HEADER") or DEFAULT_SECRET_HEADER,
-        max_body_bytes=max_body,
+        max_body_bytes=max_body_bytes,
     )
 
 

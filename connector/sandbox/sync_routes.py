@@ -3,7 +3,9 @@
 Order of checks: the token (401), the body (400), then whether the token may write to the
 envelope's accountId (403). Every error body is a plain string (spec §7). A token is a sync
 token of the config, or an account-level access token from the Open API's accounts lookup
-(spec §5.4), valid for its one account until it expires.
+(spec §5.4), valid for its one account until it expires. A reservation the request creates
+emits ``reservationCreated`` to the matching webhook configurations (``events.py``), in the
+background: the answer never waits for a receiver.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ body bounded, each event stored once in the receiver's DuckDB file, answered at 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,13 @@ from click.testing import CliRunner
 
 from connector.cli import main
 from connector.errors import ConfigError
-from connector.events import ReceiverExposedError, ReceiverSettings, exposure_warning, new_events
+from connector.events import (
+    ReceiverExposedError,
+    ReceiverSettings,
+    exposure_warning,
+    new_events,
+    receiver_settings,
+)
 from tests.loop.loop_samples import RECEIVER_SECRET, running_receiver
 
 EVENT = {"accountId": "demo", "event": "reservationCreated", "resource": {"externalId": "B1"}}
@@ -140,3 +148,56 @@ def test_while_another_process_holds_the_store_the_service_is_asked_to_retry(
 
     assert (answer.status_code, answer.headers["retry-after"]) == (503, "5")
     assert retried.json()["status"] == "stored"
+
+
+def test_settings_come_from_options_then_the_environment_then_defaults(tmp_path: Path) -> None:
+    env = {"PMS_SYNC_RECEIVER_PORT": "9000", "PMS_SYNC_RECEIVER_SECRET": RECEIVER_SECRET}
+
+    given = receiver_settings(snapshot_path=tmp_path / "snapshot.duckdb", port=0, env=env)
+    default = receiver_settings(
+        snapshot_path=tmp_path / "snapshot.duckdb",
+        env={"PMS_SYNC_EVENTS": str(tmp_path / "elsewhere.duckdb")},
+    )
+
+    assert (given.port, given.secret, given.store_path) == (
+        0,
+        RECEIVER_SECRET,
+        tmp_path / "events.duckdb",
+    )
+    assert (default.port, default.secret, default.secret_header, default.max_body_bytes) == (
+        8766,
+        None,
+        "X-Receiver-Secret",
+        65536,
+    )
+    assert default.store_path == tmp_path / "elsewhere.duckdb"
+
+
+def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
+    store = tmp_path / "events.duckdb"
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "pms-sync"),
+            "receive",
+            "--port",
+            "0",
+            "--events",
+            str(store),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": RECEIVER_SECRET},
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline().decode()  # printed once the port is bound
+        assert "listening on " in banner, banner
+        base_url = banner.split("listening on ")[1].split("/events")[0]
+        answer = httpx.post(f"{base_url}/events/hotel", json=EVENT, headers=HEADERS)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(10)
+
+    assert answer.json()["status"] == "stored"
+    assert code == -signal.SIGTERM  # a graceful shutdown, then the signal's own status
+    assert len(new_events(store, "hotel").events) == 1
