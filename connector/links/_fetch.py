@@ -68,8 +68,19 @@ async def fetch_links(
     done: dict[int, GuestLinkRecord] = {}
     result = FetchResult()
     tokens = account_tokens or {}
+    # The first request goes alone: its answer announces the limits (X-RateLimit-*) and what
+    # earlier runs used of them, before requests run in parallel.
+    first_answer = asyncio.Event()
 
-    async def worker() -> None:
+    async def worker(number: int) -> None:
+        if number:
+            await first_answer.wait()
+        try:
+            await work()
+        finally:
+            first_answer.set()
+
+    async def work() -> None:
         while queue and result.stopped is None:
             if not gate.take():
                 return
@@ -109,9 +120,11 @@ async def fetch_links(
                     )
                 )
                 continue
+            finally:
+                first_answer.set()
             done[index] = _record(item, links, request_id, connection, policy)
 
-    await asyncio.gather(*(worker() for _ in range(max(concurrency, 1))))
+    await asyncio.gather(*(worker(number) for number in range(max(concurrency, 1))))
     result.fetched = [done[index] for index in sorted(done)]
     result.pending = [item for _, item in sorted(queue, key=lambda pair: pair[0])]
     return result

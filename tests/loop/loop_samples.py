@@ -8,13 +8,14 @@ import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from connector.events import BackgroundReceiver, ReceiverSettings
 from connector.sandbox.config import EventDeliverySettings, SandboxConfig
-from connector.sandbox.testing import multi_account_config
+from connector.sandbox.testing import SandboxHandle, multi_account_config
 from connector.settings import SyncSettings, load_settings
 from tests.dagster.exports import Export, booking, unit
 
@@ -64,6 +65,41 @@ def arrivals(
         row["checkout"] = (checkin + timedelta(days=stay)).isoformat()
         rows.append(row)
     return rows
+
+
+def post_reservation(
+    sandbox: SandboxHandle, reservation_id: str, *, days: int = 1, nights: int = 2, **members: Any
+) -> int:
+    """Create or update one reservation of ``demo`` through the sync webhook; the status."""
+    checkin = date.today() + timedelta(days=days)
+    resource = {
+        "id": reservation_id,
+        "status": "CONFIRMED",
+        "createdAt": "2025-01-02T10:00:00Z",
+        "primaryGuest": {"firstName": "Anna"},
+        "unitReservations": [
+            {
+                "id": reservation_id,
+                "adults": 2,
+                "checkin": checkin.isoformat(),
+                "checkout": (checkin + timedelta(days=nights)).isoformat(),
+                "unitId": "U1",
+                "unitName": "U1",
+            }
+        ],
+        **members,
+    }
+    answer = sandbox.http.post(
+        "/api/v1/hooks/reservation/connect",
+        json={
+            "accountId": "demo",
+            "event": "create",
+            "entity": "reservation",
+            "resource": resource,
+        },
+        headers={"X-Wishbox-Auth-Token": "demo-token"},
+    )
+    return answer.status_code
 
 
 def write_connection(

@@ -173,6 +173,7 @@ def test_settings_come_from_options_then_the_environment_then_defaults(tmp_path:
     assert default.store_path == tmp_path / "elsewhere.duckdb"
 
 
+@pytest.mark.slow
 def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
     store = tmp_path / "events.duckdb"
     process = subprocess.Popen(

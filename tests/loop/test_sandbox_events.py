@@ -19,6 +19,7 @@ from connector.webhooks import apply_webhooks_file
 from tests.loop.loop_samples import (
     RECEIVER_SECRET,
     arrivals,
+    post_reservation,
     running_receiver,
     settings_for,
     write_connection,
@@ -102,14 +103,13 @@ def test_an_update_of_a_known_reservation_emits_nothing(
 ) -> None:
     with running_receiver(tmp_path / "events.duckdb") as receiver:
         configure(events_sandbox, tmp_path, hook("all", f"{receiver.base_url}/events/hotel"))
-        sync(events_sandbox, tmp_path, arrivals([1]))
+        post_reservation(events_sandbox, "B0")
         events_sandbox.wait_for_deliveries()
-        changed = arrivals([1])
-        changed[0]["first_name"] = "Berta"
-        sync(events_sandbox, tmp_path, changed)
+        post_reservation(events_sandbox, "B0", agent="Travel Co")
         log = events_sandbox.wait_for_deliveries()
 
     assert [d["reservationId"] for d in log] == ["B0"]
+    assert [r["writes"] for r in events_sandbox.records("demo", "reservation")] == [2]
 
 
 def test_a_disabled_configuration_or_another_event_receives_nothing(
@@ -122,7 +122,7 @@ def test_a_disabled_configuration_or_another_event_receives_nothing(
         hook("off", url, extra="    isEnabled: false\n"),
         hook("orders", url, event="orderDenied"),
     )
-    sync(events_sandbox, tmp_path, arrivals([1]))
+    post_reservation(events_sandbox, "B0")
 
     emitted = events_sandbox.emit_event("reservationCreated", "demo", "B0")
 
@@ -138,7 +138,7 @@ def test_a_receiver_that_is_down_gets_the_event_once_it_is_back(
 ) -> None:
     port = free_port()
     configure(events_sandbox, tmp_path, hook("all", f"http://127.0.0.1:{port}/events/hotel"))
-    sync(events_sandbox, tmp_path, arrivals([1]))
+    post_reservation(events_sandbox, "B0")
     first = events_sandbox.deliveries()
 
     with running_receiver(tmp_path / "events.duckdb", port=port):
@@ -158,7 +158,7 @@ def test_a_delivery_the_receiver_refuses_is_not_retried(
             tmp_path,
             hook("wrong", f"{receiver.base_url}/events/hotel", secret="not-the-receiver-secret"),
         )
-        sync(events_sandbox, tmp_path, arrivals([1]))
+        post_reservation(events_sandbox, "B0")
         log = events_sandbox.wait_for_deliveries()
 
     assert [(d["status"], d["attempts"], d["lastStatus"]) for d in log] == [("failed", 1, 401)]
@@ -175,7 +175,7 @@ def test_the_sync_webhook_answers_while_the_receiver_still_hangs(
         port = silent.getsockname()[1]
         configure(events_sandbox, tmp_path, hook("all", f"http://127.0.0.1:{port}/events/hotel"))
 
-        sync(events_sandbox, tmp_path, arrivals([1]))
+        assert post_reservation(events_sandbox, "B0") == 200
 
         assert [d["status"] for d in events_sandbox.deliveries()] == ["pending"]
     events_sandbox.reset()  # drop the hung delivery
@@ -189,7 +189,7 @@ def test_the_admin_api_emits_every_event_of_the_spec(
         configure(
             events_sandbox, tmp_path, hook("one", f"{receiver.base_url}/events/hotel", event=event)
         )
-        sync(events_sandbox, tmp_path, arrivals([1]))
+        post_reservation(events_sandbox, "B0")
         events_sandbox.wait_for_deliveries()
 
         emitted = events_sandbox.emit_event(event.value, "demo", "B0", note="from a test")
