@@ -4,7 +4,8 @@ Configurations are matched by name. A name of the file the service lacks is a ``
 name both have whose members differ is an ``update`` (a full replacement, ``PUT``); a
 configuration of the service the file does not name (among those it manages, see
 ``WebhooksFile.prefix``) is a ``delete``, and so is a second configuration of one name.
-Header values are never shown: a changed value reads ``*** (changed)``.
+Header values are never shown: a changed value reads ``*** (changed)``; a URL's password
+neither.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from connector.contract import StoredWebhookConfig, WebhookConfig
-from connector.secrets import MASK
+from connector.secrets import MASK, redact_url
 from connector.webhooks._file import WebhooksFile
 
 
@@ -140,7 +141,10 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> tuple[FieldChange,
         if member == "headers":
             changes += _header_differences(old.get("headers") or [], new.get("headers") or [])
         elif old.get(member) != new.get(member):
-            changes.append(FieldChange(member, old.get(member), new.get(member)))
+            was, now = old.get(member), new.get(member)
+            if member == "url":  # a URL with user:password@ shows without the password
+                was, now = (redact_url(v) if isinstance(v, str) else v for v in (was, now))
+            changes.append(FieldChange(member, was, now))
     return tuple(changes)
 
 
