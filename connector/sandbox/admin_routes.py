@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connector.contract import Entity, OutgoingEventName
+from connector.sandbox.events import StoredReservation
 from connector.sandbox.faults import FaultSettings
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
@@ -183,7 +184,7 @@ def _events(state: SandboxState) -> Handler:
                 "not_found",
                 f"no reservation {order.reservationId!r} stored in account {order.accountId!r}",
             )
-        emitted = state.events.emit(order.event, found[0], order.resource)
+        emitted = state.events.emit(order.event, StoredReservation.of(found[0]), order.resource)
         return JSONResponse(
             {
                 "event": order.event.value,

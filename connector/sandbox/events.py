@@ -92,6 +92,20 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class StoredReservation:
+    """The stored reservation an event is about."""
+
+    account_id: str
+    id: str  # in the PMS (the resource's id)
+    service_id: str
+    payload: str  # canonical JSON of the stored resource
+
+    @classmethod
+    def of(cls, record: StoredRecord) -> StoredReservation:
+        return cls(record.account_id, record.id, record.service_id, record.payload)
+
+
+@dataclass(frozen=True)
 class Emitted:
     """What one emission scheduled, and the configurations of the event it passed over."""
 
@@ -140,12 +154,17 @@ class EventDispatcher:
     # -- emitting -------------------------------------------------------------------------
 
     def emit(
-        self, event: OutgoingEventName, record: StoredRecord, extra: dict[str, Any] | None = None
+        self,
+        event: OutgoingEventName,
+        record: StoredReservation,
+        extra: dict[str, Any] | None = None,
     ) -> Emitted:
         """Schedule ``event`` of a stored reservation to every configuration it matches."""
-        reservation = json.loads(record.payload)
         deliveries: list[Delivery] = []
         skipped: list[dict[str, str]] = []
+        if not self.store.has_webhooks:
+            return Emitted(deliveries, skipped)  # the common case of a sync: nothing to match
+        reservation = json.loads(record.payload)
         for webhook_id, webhook in self._configurations(record.account_id):
             name = str(webhook.get("name", ""))
             reason = self._mismatch(webhook, event, reservation)
@@ -271,7 +290,7 @@ class EventDispatcher:
 
 def _body(
     event: OutgoingEventName,
-    record: StoredRecord,
+    record: StoredReservation,
     links_base_url: str,
     webhook: dict[str, Any],
     extra: dict[str, Any],

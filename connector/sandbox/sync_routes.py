@@ -28,10 +28,11 @@ from connector.contract import (
     Reservation,
     validate_json_body,
 )
+from connector.sandbox.events import StoredReservation
 from connector.sandbox.openapi_routes import unknown_query_parameters
 from connector.sandbox.responses import plain_error
 from connector.sandbox.state import SandboxState
-from connector.sandbox.store import WriteOutcome
+from connector.sandbox.store import WriteOutcome, service_id_of
 from connector.sandbox.validation_messages import describe_validation_error
 
 TOKEN_HEADER = "x-wishbox-auth-token"
@@ -127,29 +128,28 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
                 limit.headers,
             )
         resource = envelope.resource
+        payload = canonical_json(resource.to_json_dict())
         outcome = state.store.upsert(
-            envelope.accountId,
-            entity.value,
-            resource.id,
-            canonical_json(resource.to_json_dict()),
-            envelope.event.value,
+            envelope.accountId, entity.value, resource.id, payload, envelope.event.value
         )
         if isinstance(resource, Reservation):
             content = _reservation_response(outcome, resource)
             if outcome is WriteOutcome.CREATED:
                 # Scheduled, not awaited: the answer never waits for a webhook's receiver.
-                _emit_created(state, envelope.accountId, resource.id)
+                state.events.emit(
+                    OutgoingEventName.RESERVATION_CREATED,
+                    StoredReservation(
+                        envelope.accountId,
+                        resource.id,
+                        service_id_of(envelope.accountId, entity.value, resource.id),
+                        payload,
+                    ),
+                )
         else:
             content = _accommodation_response(outcome)
         return JSONResponse(content, headers=limit.headers)
 
     return handle
-
-
-def _emit_created(state: SandboxState, account_id: str, reservation_id: str) -> None:
-    found = state.store.find_records((account_id,), Entity.RESERVATION.value, reservation_id)
-    if found:
-        state.events.emit(OutgoingEventName.RESERVATION_CREATED, found[0])
 
 
 def sync_routes(state: SandboxState) -> list[Route]:
