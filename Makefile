@@ -66,6 +66,7 @@ openapi: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m connector.mapping.schema mappings/schema.json
+	$(BIN)/python -m connector.webhooks.schema mappings/webhooks.schema.json
 
 # Benchmarks (bench/, BENCHMARKS.md): 10k and 100k reservations, about 15 minutes on 2 cores.
 BENCH_STAMP := $(VENV)/.bench-installed

@@ -14,12 +14,15 @@ from pms_sync.accounts import build_accounts_asset
 from pms_sync.assets import build_assets
 from pms_sync.checks import build_checks
 from pms_sync.connections import Connection, discover
+from pms_sync.events import build_events_definitions
 from pms_sync.exports import export_specs
 from pms_sync.jobs import build_job
+from pms_sync.links import build_links_definitions
 from pms_sync.partitions import reservation_partitions
 from pms_sync.resources import default_resources
 from pms_sync.schedules import build_reconcile_schedule, build_schedule
 from pms_sync.sensors import build_sensors
+from pms_sync.webhooks import build_webhooks_definitions
 
 
 @contextmanager
@@ -46,8 +49,9 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     """Everything of one connection: the place where its definitions are assembled.
 
     The PMS exports (external assets), the mapped and synced assets and their checks, the job,
-    the nightly schedule and, with a drop folder, its sensors, the Open API accounts asset and (when configured) the
-    reconciliation schedule.
+    the nightly schedule and, with a drop folder, its sensors; the Open API accounts asset and
+    (when configured) the reconciliation schedule; guest links, webhooks and received events
+    where its mapping declares them.
     """
     settings = connection.dagster
     partitions = reservation_partitions(settings.partitions_start, settings.timezone)
@@ -55,7 +59,7 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
     # Only reservations are partitioned: a units-only connection's runs carry no window.
     window = partitions if Entity.RESERVATION in connection.mapping.entities else None
     reconcile = build_reconcile_schedule(connection, job, window)
-    return dg.Definitions(
+    core = dg.Definitions(
         assets=[
             *export_specs(connection),
             *build_assets(connection, partitions),
@@ -65,6 +69,13 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
         jobs=[job],
         schedules=[build_schedule(connection, job, window), *([reconcile] if reconcile else [])],
         sensors=build_sensors(connection, job, window),
+    )
+    # What comes back from the service (docs/loop.md): each empty unless the mapping asks.
+    return dg.Definitions.merge(
+        core,
+        build_links_definitions(connection),
+        build_webhooks_definitions(connection),
+        build_events_definitions(connection),
     )
 
 

@@ -11,9 +11,12 @@ import click
 from connector.cli import (
     account_commands,
     init_commands,
+    links_commands,
     mapping_commands,
+    receive_commands,
     sandbox_commands,
     sync_commands,
+    webhook_commands,
 )
 from connector.cli.masked_output import mask_standard_streams
 
@@ -53,5 +56,14 @@ def main() -> None:
     mask_standard_streams()
 
 
-for _module in (sandbox_commands, init_commands, mapping_commands, sync_commands, account_commands):
+for _module in (
+    sandbox_commands,
+    init_commands,
+    mapping_commands,
+    sync_commands,
+    account_commands,
+    links_commands,
+    webhook_commands,
+    receive_commands,
+):
     _module.register(main)

@@ -216,12 +216,27 @@ class OpenApiClient:
         return data[0] if data else None
 
     async def guest_links(self, reservation_id: str, *, last_message: bool = False) -> GuestLinks:
-        response = await self._authorised(
-            "GET",
-            LINKS_PATH,
-            params={"externalId": reservation_id, "includeLastMessage": int(last_message)},
-        )
-        return GuestLinks.model_validate(response.json())
+        links, _request_id = await self.fetch_guest_links(reservation_id, last_message=last_message)
+        return links
+
+    async def fetch_guest_links(
+        self, reservation_id: str, *, last_message: bool = False, account_token: str | None = None
+    ) -> tuple[GuestLinks, str | None]:
+        """A reservation's links and the answer's x-request-id. ``account_token``: an
+        account-level token (from the accounts lookup) scoping the request to its account,
+        so a reservation id that several accounts of the client share is not ambiguous; if
+        it is refused, the client's own token is used."""
+        params = {"externalId": reservation_id, "includeLastMessage": int(last_message)}
+        response: httpx.Response | None = None
+        if account_token:
+            try:
+                response = await self._send("GET", LINKS_PATH, token=account_token, params=params)
+            except AuthenticationError:
+                response = None  # expired or revoked: the client's token below
+        if response is None:
+            response = await self._authorised("GET", LINKS_PATH, params=params)
+        links = GuestLinks.model_validate(response.json())
+        return links, response.headers.get(REQUEST_ID_HEADER)
 
     async def set_property_status(
         self, property_id: str, status: AccommodationStatus, *, update_sub_units: bool = False

@@ -137,14 +137,16 @@ def _dedented_line(text: str, line: int) -> int | None:
     return None
 
 
-def _read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
+def _read_yaml(path: Path, what: str = "mapping file") -> tuple[Any, dict[Path_, int]]:
+    """The file's data and the line of each member; ``what`` names the kind of file in
+    errors (the webhooks files of ``connector.webhooks`` are read the same way)."""
     file = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise MappingError("mapping file not found", file=file) from None
+        raise MappingError(f"{what} not found", file=file) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise MappingError(f"cannot read the mapping file: {error}", file=file) from None
+        raise MappingError(f"cannot read the {what}: {error}", file=file) from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
@@ -170,11 +172,11 @@ def _read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
     except yaml.YAMLError as error:
         raise MappingError(f"invalid YAML: {error}", file=file) from None
     if root is None:
-        raise MappingError("the mapping file is empty", file=file, line=1)
+        raise MappingError(f"the {what} is empty", file=file, line=1)
     builder = _Builder(file)
     data = builder.build(root, ())
     if not isinstance(data, dict):
-        raise MappingError("a mapping file must be a YAML mapping (key: value)", file=file, line=1)
+        raise MappingError(f"a {what} must be a YAML mapping (key: value)", file=file, line=1)
     return data, builder.lines
 
 

@@ -35,6 +35,7 @@ from connector.mapping.expressions import (
     _expression_kind,
     as_expression,
 )
+from connector.mapping.loop_sections import EventsSettings, LinksSettings
 
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("", "NULL", "null", "N/A", "n/a")
 
@@ -469,6 +470,22 @@ class Mapping(StrictModel):
     entities: Entities
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     safety: SafetySettings = Field(default_factory=SafetySettings)
+    links: LinksSettings | None = Field(
+        default=None,
+        description="Guest links of upcoming arrivals fetched after the sync and written back "
+        "to the PMS (docs/loop.md); absent: `pms-sync links` uses the defaults, Dagster has no "
+        "guest_links asset.",
+    )
+    events: EventsSettings | None = Field(
+        default=None,
+        description="Events received from the service for this connection (`pms-sync "
+        "receive`), written back where declared (docs/loop.md).",
+    )
+    webhooks: str | None = Field(
+        default=None,
+        description="The connection's outgoing-webhook configurations as code: a webhooks file "
+        "relative to the mapping file (`pms-sync webhooks plan|apply`, docs/loop.md).",
+    )
 
     _source_file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
@@ -516,6 +533,11 @@ class Mapping(StrictModel):
     def account_is_external_id(self, entity: Entity) -> bool:
         """Whether the entity's account member gives external ids (``external_id: true``)."""
         return bool(getattr(self.account_for(entity), "external_id", False))
+
+    def relative_path(self, value: str) -> Path:
+        """A path the file gives relative to itself (``webhooks:``, destination files)."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
 
     def line_of(self, path: tuple[str | int, ...]) -> int | None:
         """The line of the deepest member of ``path`` that the file has."""

@@ -1,6 +1,7 @@
 """The admin API under /_sandbox/ for tests, benchmarks and operators: stored records, request
 statistics, fault injection, drift (records edited, deleted or reverted as staff or a restore
-would), reset and health. Never subject to faults or rate limits.
+would), outgoing events (emitted for a reservation, their delivery log, redeliveries), reset
+and health. Never subject to faults or rate limits.
 
 It is meant for local use: it returns stored records whole, door codes included. With an admin
 token configured, every request under /_sandbox/ (unknown paths too) must carry it, as
@@ -19,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from connector.contract import Entity
+from connector.contract import Entity, OutgoingEventName
+from connector.sandbox.events import StoredReservation
 from connector.sandbox.faults import FaultSettings
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
@@ -141,6 +143,75 @@ def _drift(state: SandboxState) -> Handler:
     return drift
 
 
+class EmitRequest(BaseModel):
+    """``POST /_sandbox/events``: emit an outgoing event of a stored reservation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: OutgoingEventName
+    accountId: str = Field(min_length=1)
+    reservationId: str = Field(min_length=1)
+    resource: dict[str, Any] = Field(
+        default_factory=dict, description="Members added to (or replacing) the event's resource."
+    )
+
+
+class RedeliverRequest(BaseModel):
+    """``POST /_sandbox/events/redeliver``: send deliveries again (default: every delivered)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] | None = Field(default=None, max_length=100_000)
+
+
+def _events(state: SandboxState) -> Handler:
+    async def events(request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse({"deliveries": state.events.log(), "pending": state.events.pending})
+        try:
+            order = EmitRequest.model_validate_json(await request.body() or b"{}")
+        except ValidationError as error:
+            message = describe_validation_error(error)
+            if "event" in message:
+                message += f" (events: {', '.join(e.value for e in OutgoingEventName)})"
+            return api_error(400, "invalid_request", message)
+        found = state.store.find_records(
+            (order.accountId,), Entity.RESERVATION.value, order.reservationId
+        )
+        if not found:
+            return api_error(
+                404,
+                "not_found",
+                f"no reservation {order.reservationId!r} stored in account {order.accountId!r}",
+            )
+        emitted = state.events.emit(order.event, StoredReservation.of(found[0]), order.resource)
+        return JSONResponse(
+            {
+                "event": order.event.value,
+                "deliveries": [delivery.id for delivery in emitted.deliveries],
+                "skipped": emitted.skipped,
+            },
+            status_code=202,
+        )
+
+    return events
+
+
+def _redeliver(state: SandboxState) -> Handler:
+    async def redeliver(request: Request) -> Response:
+        try:
+            order = RedeliverRequest.model_validate_json(await request.body() or b"{}")
+        except ValidationError as error:
+            return api_error(400, "invalid_request", describe_validation_error(error))
+        again = state.events.redeliver(order.ids)
+        return JSONResponse(
+            {"deliveries": [d.id for d in again], "redeliveryOf": [d.redelivery_of for d in again]},
+            status_code=202,
+        )
+
+    return redeliver
+
+
 def _reset(state: SandboxState) -> Handler:
     async def reset(_request: Request) -> Response:
         state.reset()
@@ -226,6 +297,8 @@ def admin_routes(state: SandboxState) -> list[Route]:
         ("/_sandbox/faults", _faults(state), ["GET", "POST"]),
         ("/_sandbox/drift", _drift(state), ["POST"]),
         ("/_sandbox/reset", _reset(state), ["POST"]),
+        ("/_sandbox/events", _events(state), ["GET", "POST"]),
+        ("/_sandbox/events/redeliver", _redeliver(state), ["POST"]),
         ("/_sandbox/health", _health(state), ["GET"]),
     ]
     token = state.config.admin_token

@@ -39,9 +39,11 @@ def create_app(config: SandboxConfig, data_path: Path) -> SandboxMiddleware:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await state.events.start()
         try:
             yield
         finally:
+            await state.events.stop()  # pending deliveries end with the server
             store.close()
 
     routes = [*sync_routes(state), *open_api_routes(state), *admin_routes(state)]

@@ -110,6 +110,18 @@ class GeneratedAccounts(_ConfigModel):
         )
 
 
+class EventDeliverySettings(_ConfigModel):
+    """How the sandbox delivers outgoing events to the configured webhooks: each POST waits
+    ``timeout_s``; a connection error, a timeout, 408, 429 or 5xx is retried after
+    ``backoff_s``, doubled at each attempt up to ``max_backoff_s``, ``max_attempts`` times in
+    all (Retry-After honoured within that bound); any other answer ends the delivery."""
+
+    max_attempts: int = Field(default=5, ge=1, le=50)
+    backoff_s: float = Field(default=1.0, gt=0, le=3600)
+    max_backoff_s: float = Field(default=60.0, gt=0, le=86_400)
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class SandboxConfig(_ConfigModel):
     accounts: list[AccountConfig] = Field(min_length=1)
     clients: list[ClientConfig] = Field(default_factory=list)
@@ -128,6 +140,10 @@ class SandboxConfig(_ConfigModel):
     links_base_url: str = Field(
         default="https://guest.sandbox.invalid",
         description="Base of the guest-app, chat and check-in links the sandbox makes up.",
+    )
+    event_delivery: EventDeliverySettings = Field(
+        default_factory=EventDeliverySettings,
+        description="Retries of outgoing-event deliveries to the configured webhooks.",
     )
     admin_token: AdminToken | None = Field(
         default=None,

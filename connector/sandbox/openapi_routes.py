@@ -9,7 +9,6 @@ handed out by the accounts lookup. Links, properties and webhooks act within tha
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import json
 import math
@@ -33,6 +32,7 @@ from connector.contract import (
     WebhookConfig,
     validate_json_body,
 )
+from connector.sandbox.guest_links import guest_links
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
 from connector.sandbox.store import AccessToken, StoredRecord
@@ -319,14 +319,9 @@ def _links_endpoint(state: SandboxState) -> Handler:
         if isinstance(found, Response):
             return found
         # Links are derived from account and reservation id, so they never change for a booking.
-        digest = hashlib.blake2b(
-            f"{found.account_id}/{found.id}".encode(), digest_size=10
-        ).hexdigest()
-        base = f"{state.config.links_base_url.rstrip('/')}/{found.account_id}"
+        links = guest_links(state.config.links_base_url, found.account_id, found.id)
         content: dict[str, Any] = {
-            "guestApp": f"{base}/app/{digest}",
-            "chatLink": f"{base}/chat/{digest}",
-            "onlineCheckInLink": f"{base}/check-in/{digest}",
+            name: links[name] for name in ("guestApp", "chatLink", "onlineCheckInLink")
         }
         if include == "1":
             account = state.config.account(found.account_id)

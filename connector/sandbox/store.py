@@ -184,6 +184,9 @@ class SandboxStore:
             " coalesce((SELECT max(created_seq) FROM webhooks), 0))"
         ).fetchone()
         self._seq = int(last_seq)
+        (webhooks,) = self._db.execute("SELECT count(*) FROM webhooks").fetchone()
+        # Read on every created reservation (outgoing events): kept in memory, not queried.
+        self.has_webhooks = bool(webhooks)
 
     def close(self) -> None:
         with self._lock:
@@ -497,6 +500,7 @@ class SandboxStore:
                 "INSERT INTO webhooks VALUES (?, ?, ?, ?)",
                 (webhook_id, owner, json.dumps(config), self._next_seq()),
             )
+            self.has_webhooks = True
         return webhook_id
 
     def webhooks(self, owner: str) -> list[tuple[str, dict[str, Any]]]:
@@ -526,6 +530,8 @@ class SandboxStore:
             cursor = self._db.execute(
                 "DELETE FROM webhooks WHERE owner = ? AND id = ?", (owner, webhook_id)
             )
+            (left,) = self._db.execute("SELECT count(*) FROM webhooks").fetchone()
+            self.has_webhooks = bool(left)
         return cursor.rowcount == 1
 
     # -- admin --------------------------------------------------------------------------------
@@ -537,6 +543,7 @@ class SandboxStore:
             self._db.execute("DELETE FROM records")
             self._db.execute("DELETE FROM webhooks")
             self._db.execute("DELETE FROM properties")
+            self.has_webhooks = False
         # The sequence is not rewound: within a server's life it only ever grows.
 
     def counts(self) -> dict[str, int]:

@@ -3,7 +3,9 @@
 Order of checks: the token (401), the body (400), then whether the token may write to the
 envelope's accountId (403). Every error body is a plain string (spec §7). A token is a sync
 token of the config, or an account-level access token from the Open API's accounts lookup
-(spec §5.4), valid for its one account until it expires.
+(spec §5.4), valid for its one account until it expires. A reservation the request creates
+emits ``reservationCreated`` to the matching webhook configurations (``events.py``), in the
+background: the answer never waits for a receiver.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connector.canonical import canonical_json
-from connector.contract import ENVELOPES, SYNC_PATHS, Entity, Reservation, validate_json_body
+from connector.contract import (
+    ENVELOPES,
+    SYNC_PATHS,
+    Entity,
+    OutgoingEventName,
+    Reservation,
+    validate_json_body,
+)
+from connector.sandbox.events import StoredReservation
 from connector.sandbox.openapi_routes import unknown_query_parameters
 from connector.sandbox.responses import plain_error
 from connector.sandbox.state import SandboxState
-from connector.sandbox.store import WriteOutcome
+from connector.sandbox.store import WriteOutcome, service_id_of
 from connector.sandbox.validation_messages import describe_validation_error
 
 TOKEN_HEADER = "x-wishbox-auth-token"
@@ -118,15 +128,23 @@ def sync_endpoint(entity: Entity, state: SandboxState) -> Callable[[Request], Aw
                 limit.headers,
             )
         resource = envelope.resource
+        payload = canonical_json(resource.to_json_dict())
         outcome = state.store.upsert(
-            envelope.accountId,
-            entity.value,
-            resource.id,
-            canonical_json(resource.to_json_dict()),
-            envelope.event.value,
+            envelope.accountId, entity.value, resource.id, payload, envelope.event.value
         )
         if isinstance(resource, Reservation):
             content = _reservation_response(outcome, resource)
+            if outcome is WriteOutcome.CREATED:
+                # Scheduled, not awaited: the answer never waits for a webhook's receiver.
+                state.events.emit(
+                    OutgoingEventName.RESERVATION_CREATED,
+                    StoredReservation(
+                        envelope.accountId,
+                        resource.id,
+                        service_id_of(envelope.accountId, entity.value, resource.id),
+                        payload,
+                    ),
+                )
         else:
             content = _accommodation_response(outcome)
         return JSONResponse(content, headers=limit.headers)

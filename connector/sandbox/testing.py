@@ -132,6 +132,33 @@ class SandboxHandle:
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/_sandbox/health")
 
+    # Outgoing events (docs/sandbox.md, "Outgoing events").
+
+    def emit_event(
+        self, event: str, account_id: str, reservation_id: str, **resource: Any
+    ) -> dict[str, Any]:
+        """Emit ``event`` of a stored reservation to the configurations it matches."""
+        body = {"event": event, "accountId": account_id, "reservationId": reservation_id}
+        return self._call("POST", "/_sandbox/events", json=body | {"resource": resource})
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        """The delivery log: each POST of an event to a configuration's URL, oldest first."""
+        return self._call("GET", "/_sandbox/events")["deliveries"]
+
+    def redeliver(self, ids: list[str] | None = None) -> list[str]:
+        """Send deliveries again (default: every delivered one); the new deliveries' ids."""
+        body = {} if ids is None else {"ids": ids}
+        return self._call("POST", "/_sandbox/events/redeliver", json=body)["deliveries"]
+
+    def wait_for_deliveries(self, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+        """The delivery log once no delivery is pending (delivered or given up)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self._call("GET", "/_sandbox/events")
+            if not found["pending"] or time.monotonic() >= deadline:
+                return found["deliveries"]
+            time.sleep(0.02)
+
 
 def admin_headers(admin_token: str | None) -> dict[str, str]:
     """The headers that carry ``admin_token`` to the admin API (none without a token)."""

@@ -17,6 +17,8 @@ from connector.snapshot._accounts import (
     PropertyStatusRecord,
 )
 from connector.snapshot._duckdb import DuckDBSnapshot, validated_payloads
+from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
+from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
 from connector.snapshot._model import (
     Acknowledgement,
@@ -53,14 +55,18 @@ class Snapshot:
 
 __all__ = [
     "DEFAULT_RENEW_MARGIN_S",
+    "GUEST_LINK_COLUMNS",
     "LATEST_VERSION",
     "MIGRATIONS",
+    "RECEIVED_EVENT_COLUMNS",
     "Acknowledgement",
     "DiffRequest",
     "DiffResult",
     "DiscoveredAccount",
     "DriftEvent",
     "DuckDBSnapshot",
+    "GuestLinkRecord",
+    "IncomingEvent",
     "Migration",
     "OnMissing",
     "PossiblyStored",

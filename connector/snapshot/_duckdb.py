@@ -28,6 +28,8 @@ from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
 from connector.snapshot import _resend
 from connector.snapshot._accounts import AccountTables
+from connector.snapshot._events import EventTables
+from connector.snapshot._links import LinkTables
 from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
     Acknowledgement,
@@ -179,8 +181,9 @@ ORDER BY ALL
 """
 
 
-class DuckDBSnapshot(AccountTables):
-    """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``)."""
+class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
+    """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``; guest
+    links and received events: ``LinkTables``, ``EventTables``)."""
 
     def __init__(
         self, connection: duckdb.DuckDBPyConnection, location: str, *, read_only: bool = False
@@ -564,7 +567,9 @@ class DuckDBSnapshot(AccountTables):
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _query(self, sql: str, params: list[object] | None = None) -> pd.DataFrame:
+    def _query(
+        self, sql: str, params: list[object] | dict[str, object] | None = None
+    ) -> pd.DataFrame:
         cursor = self._connection.cursor()
         try:
             return cursor.execute(sql, params or []).df()

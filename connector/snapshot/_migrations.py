@@ -237,6 +237,55 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        10,
+        "guest links of upcoming arrivals, and events received from the service",
+        (
+            # The links the Open API gave for a reservation (GET /openapi/v1/reservations/links),
+            # fetched again when missing or older than the links policy's maximum age. The last
+            # chat message is kept as metadata; its body only when a mapping asks for it.
+            # Plain SQL types only: the PostgreSQL backend creates the same table.
+            """
+            CREATE TABLE IF NOT EXISTS guest_links (
+                account_id           VARCHAR NOT NULL,
+                reservation_id       VARCHAR NOT NULL,
+                connection           VARCHAR,           -- mapping whose run fetched the links
+                checkin              DATE,
+                guest_app            VARCHAR NOT NULL,
+                chat_link            VARCHAR NOT NULL,
+                online_check_in_link VARCHAR NOT NULL,
+                message_author       VARCHAR,
+                message_author_type  VARCHAR,           -- admin (host) | user (guest)
+                message_time         VARCHAR,
+                message_sent_via     VARCHAR,
+                message_has_attachment BOOLEAN,
+                message_seen         BOOLEAN,
+                message_body         VARCHAR,           -- NULL unless the mapping keeps bodies
+                fetched_at           TIMESTAMP NOT NULL,
+                request_id           VARCHAR,
+                PRIMARY KEY (account_id, reservation_id)
+            )
+            """,
+            # Outgoing events of the service as the receiver (`pms-sync receive`) got them: one
+            # row per event whatever the number of deliveries. ``event_key`` is the SHA-256 of
+            # the body's canonical JSON (the service documents no event id); ``seq`` orders
+            # arrivals for the Dagster sensor's cursor.
+            """
+            CREATE TABLE IF NOT EXISTS received_events (
+                connection       VARCHAR NOT NULL,    -- from the receiver's path; '' for /events
+                event_key        VARCHAR NOT NULL,
+                seq              BIGINT NOT NULL,
+                account_id       VARCHAR,
+                event            VARCHAR NOT NULL,
+                resource         VARCHAR NOT NULL,    -- JSON text of the event's resource
+                received_at      TIMESTAMP NOT NULL,
+                last_received_at TIMESTAMP NOT NULL,
+                deliveries       BIGINT NOT NULL,     -- 1 + redeliveries of the same body
+                PRIMARY KEY (connection, event_key)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

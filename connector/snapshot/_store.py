@@ -10,6 +10,8 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord
+from connector.snapshot._events import IncomingEvent
+from connector.snapshot._links import GuestLinkRecord
 from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
@@ -145,3 +147,26 @@ class SnapshotStore(Protocol):
     def account_stays(self, accounts: Collection[str], today: date) -> pd.DataFrame: ...
 
     def deactivated_units(self, accounts: Collection[str]) -> pd.DataFrame: ...
+
+    # Guest links and received events (docs/loop.md).
+
+    def link_candidates(self, connection: str | None, first: date, last: date) -> pd.DataFrame:
+        """The connection's reservations checking in from ``first`` to ``last``, soonest
+        first, with when their links were fetched."""
+        ...
+
+    def save_guest_links(self, links: Sequence[GuestLinkRecord]) -> None: ...
+
+    def guest_links(
+        self, connection: str | None, first: date | None = None, last: date | None = None
+    ) -> pd.DataFrame: ...
+
+    def record_events(self, deliveries: Sequence[IncomingEvent]) -> list[bool]:
+        """Store each event once; per delivery, whether it was new."""
+        ...
+
+    def received_events(
+        self, connection: str | None = None, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> pd.DataFrame: ...
+
+    def last_event_seq(self, connection: str | None = None) -> int: ...

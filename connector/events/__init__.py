@@ -1,0 +1,56 @@
+"""Receiving the service's outgoing events (spec §6.2, docs/loop.md): ``pms-sync receive``
+serves ``POST /events/{connection}``, checks the secret header, bounds the body, stores each
+event once in a DuckDB file of its own (``events.duckdb``), and answers at once.
+
+``write_back_events`` writes a connection's events where its mapping declares (Dagster's
+``<connection>/service_events`` does it for newly received events).
+"""
+
+from connector.events._app import create_receiver_app, event_key
+from connector.events._server import (
+    BackgroundReceiver,
+    ReceiverExposedError,
+    build_server,
+    exposure_warning,
+    serve_forever,
+)
+from connector.events._settings import (
+    DEFAULT_PORT,
+    DEFAULT_SECRET_HEADER,
+    EVENTS_FILE,
+    ReceiverSettings,
+    events_store_path,
+    receiver_settings,
+)
+from connector.events._store import (
+    EVENT_COLUMN_TYPES,
+    EVENT_KEY,
+    NewEvents,
+    last_event_seq,
+    new_events,
+    write_back_events,
+)
+from connector.events._writer import EventWriter
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_SECRET_HEADER",
+    "EVENTS_FILE",
+    "EVENT_COLUMN_TYPES",
+    "EVENT_KEY",
+    "BackgroundReceiver",
+    "EventWriter",
+    "NewEvents",
+    "ReceiverExposedError",
+    "ReceiverSettings",
+    "build_server",
+    "create_receiver_app",
+    "event_key",
+    "events_store_path",
+    "exposure_warning",
+    "last_event_seq",
+    "new_events",
+    "receiver_settings",
+    "serve_forever",
+    "write_back_events",
+]

@@ -1,0 +1,235 @@
+"""One links run of a mapping: which reservations need links, fetching them within the budget
+and the Open API's limits, keeping them in the snapshot, and writing them back.
+
+The snapshot is opened twice, briefly: read-only to choose the reservations, then to save what
+was fetched. The fetch in between holds no lock, so a long run under tight rate limits never
+keeps a sync of another connection waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from connector.accounts import OpenApiSettings
+from connector.budget import Budget, BudgetGate, backlog
+from connector.client import (
+    ClientConfig,
+    OpenApiClient,
+    RateLimiter,
+    WindowLimiter,
+    effective_windows,
+    limiter_for,
+    limiter_key,
+)
+from connector.errors import ConfigError
+from connector.links._fetch import FetchResult, LinkRequest, fetch_links
+from connector.links._policy import LinksPolicy
+from connector.links._report import LinksReport
+from connector.mapping.model import Mapping
+from connector.settings import SyncSettings
+from connector.snapshot import GUEST_LINK_COLUMNS, Snapshot
+from connector.writeback import WriteBackError, write_back
+
+NO_OPEN_API_CLIENT = (
+    "guest links come from the Open API: set the client's credentials, PMS_SYNC_CLIENT_ID and "
+    "PMS_SYNC_CLIENT_SECRET (or --client-id / --client-secret)"
+)
+DEFAULT_CONCURRENCY = 4
+"""Link requests in flight at once; the client's limiter paces them."""
+
+LINK_KEY = ("reservation_id",)
+"""What a links table is upserted by unless the mapping names its own key."""
+
+LINK_COLUMN_TYPES = {
+    "checkin": "date",
+    "fetched_at": "timestamp",
+    "message_has_attachment": "boolean",
+    "message_seen": "boolean",
+}
+
+
+def run_links(
+    mapping_path: str | Path,
+    settings: SyncSettings,
+    *,
+    budget: Budget | None = None,
+    days_ahead: int | None = None,
+    max_age_hours: float | None = None,
+    today: date | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> LinksReport:
+    """``pms-sync links MAPPING``: the links step of one mapping file."""
+    from connector.mapping import load_mapping
+
+    mapping = load_mapping(mapping_path)
+    policy = LinksPolicy.from_settings(mapping.links).overridden(
+        days_ahead=days_ahead, max_age_hours=max_age_hours
+    )
+    return links_for_mapping(
+        mapping, settings, policy=policy, budget=budget, today=today, concurrency=concurrency
+    )
+
+
+def links_for_mapping(
+    mapping: Mapping,
+    settings: SyncSettings,
+    *,
+    policy: LinksPolicy | None = None,
+    budget: Budget | None = None,
+    today: date | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> LinksReport:
+    """Fetch the links the connection's upcoming arrivals lack (or whose links are older than
+    the policy allows), arrivals soonest first, keep them, and write them back."""
+    started = time.monotonic()
+    open_api = settings.open_api
+    if open_api is None:
+        raise ConfigError(NO_OPEN_API_CLIENT)
+    policy = policy or LinksPolicy.from_settings(mapping.links)
+    today = today or date.today()
+    first, last = policy.window(today)
+    connection = mapping.name
+    report = LinksReport(connection=connection, first_checkin=first, last_checkin=last)
+    client = replace(settings.client, base_url=open_api.base_url)
+    limiter = limiter_for(client.rate_limit, effective_windows(client))
+    history_key = limiter_key(open_api.base_url, f"open-api-client:{open_api.client_id}")
+
+    with Snapshot.open(
+        settings.snapshot_path, lock_timeout=settings.lock_timeout, read_only=True
+    ) as snapshot:
+        candidates = snapshot.link_candidates(connection, first, last)
+        known_accounts = snapshot.discovered_accounts(open_api.client_key)
+        if isinstance(limiter, WindowLimiter):
+            limiter.preload(snapshot.limiter_history(history_key))
+    wanted = _wanted(candidates, policy, today, settings.urgency.horizon_days)
+    report.candidates = len(candidates)
+    report.reused = len(candidates) - len(wanted)
+    account_tokens = {
+        account.account_id: account.token
+        for account in known_accounts
+        if not account.due(margin_s=open_api.renew_margin_s)
+    }
+
+    result = FetchResult()
+    if wanted:
+        result = asyncio.run(
+            _fetch(
+                open_api,
+                client,
+                limiter,
+                wanted,
+                policy,
+                connection,
+                budget,
+                concurrency,
+                account_tokens,
+                report,
+            )
+        )
+    report.fetched = [link.reservation_id for link in result.fetched]
+    report.failed, report.pending, report.stopped = result.failed, result.pending, result.stopped
+
+    destinations = mapping.links.destinations if mapping.links is not None else []
+    rows: pd.DataFrame | None = None
+    if result.fetched or report.requests or destinations:
+        with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as store:
+            store.save_guest_links(result.fetched)
+            if isinstance(limiter, WindowLimiter) and (limiter.sent or limiter.foreign):
+                store.save_limiter_history(history_key, limiter.history())
+            if destinations:
+                rows = _export(store.guest_links(connection, first, last), policy)
+    for destination in destinations if rows is not None else []:
+        # Outside the snapshot's lock; one destination failing does not keep the others.
+        try:
+            report.writes.append(
+                write_back(
+                    rows,
+                    destination,
+                    base_dir=mapping.base_dir,
+                    key=LINK_KEY,
+                    column_types=LINK_COLUMN_TYPES,
+                )
+            )
+        except WriteBackError as error:
+            report.write_errors.append(str(error))
+    windows = (
+        tuple(limiter.windows.values())
+        if isinstance(limiter, WindowLimiter) and limiter.windows
+        else effective_windows(client)
+    )
+    report.backlog = backlog(report.pending_by_urgency, windows)
+    report.duration_s = time.monotonic() - started
+    return report
+
+
+async def _fetch(
+    open_api: OpenApiSettings,
+    client: ClientConfig,
+    limiter: RateLimiter,
+    wanted: list[LinkRequest],
+    policy: LinksPolicy,
+    connection: str | None,
+    budget: Budget | None,
+    concurrency: int,
+    account_tokens: dict[str, str],
+    report: LinksReport,
+) -> FetchResult:
+    api = OpenApiClient(
+        client,
+        open_api.credentials,
+        cache_path=open_api.token_cache,
+        renew_margin=open_api.renew_margin_s,
+        limiter=limiter,
+    )
+    async with api:
+        try:
+            return await fetch_links(
+                api,
+                wanted,
+                policy=policy,
+                connection=connection,
+                gate=BudgetGate(budget or Budget()),
+                concurrency=concurrency,
+                account_tokens=account_tokens,
+            )
+        finally:
+            report.requests = api.requests
+            report.token_requests = api.token_requests
+            report.throttled = api.throttled
+
+
+def _wanted(
+    candidates: pd.DataFrame, policy: LinksPolicy, today: date, urgent_days: int
+) -> list[LinkRequest]:
+    """The candidates without links or with links older than the maximum age, in order."""
+    stale_before = datetime.now(UTC).replace(tzinfo=None) - policy.max_age
+    fetched_at = pd.to_datetime(candidates["fetched_at"])
+    due = candidates[fetched_at.isna() | (fetched_at < stale_before)]
+    urgent_until = today + timedelta(days=urgent_days)
+    wanted: list[LinkRequest] = []
+    for row in due.itertuples(index=False):
+        checkin = None if pd.isna(row.checkin) else pd.Timestamp(row.checkin).date()
+        urgency = "upcoming" if checkin is None or checkin <= urgent_until else "future"
+        wanted.append(LinkRequest(str(row.account_id), str(row.reservation_id), checkin, urgency))
+    return wanted
+
+
+def _export(links: pd.DataFrame, policy: LinksPolicy) -> pd.DataFrame:
+    """The columns written back: the snapshot's, without its bookkeeping (and without the
+    message body unless the policy keeps bodies)."""
+    dropped = {"connection", "request_id"} | (
+        set() if policy.last_message_body else {"message_body"}
+    )
+    # The PMS's key first: a table or file read by people starts with the reservation.
+    columns = ["reservation_id"] + [
+        c for c in GUEST_LINK_COLUMNS if c not in dropped and c != "reservation_id"
+    ]
+    frame = links.loc[:, columns].copy()
+    frame["checkin"] = pd.to_datetime(frame["checkin"]).dt.date
+    return frame

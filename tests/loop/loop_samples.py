@@ -1,0 +1,161 @@
+"""Connections, settings and servers of the tests of guest links, webhooks and events."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from connector.events import BackgroundReceiver, ReceiverSettings
+from connector.sandbox.config import EventDeliverySettings, SandboxConfig
+from connector.sandbox.testing import SandboxHandle, multi_account_config
+from connector.settings import SyncSettings, load_settings
+from tests.dagster.exports import Export, booking, unit
+
+RECEIVER_SECRET = "receiver-secret-for-tests-0123"
+POSTGRES_URL = os.environ.get(
+    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def fast_delivery_config() -> SandboxConfig:
+    """The tests' accounts, with event deliveries retried after 50 ms (doubling to 0.4 s, for
+    about 7 s in all) instead of after a second."""
+    return multi_account_config().model_copy(
+        update={
+            "event_delivery": EventDeliverySettings(
+                max_attempts=20, backoff_s=0.05, max_backoff_s=0.4, timeout_s=2.0
+            )
+        }
+    )
+
+
+def settings_for(base_url: str, state: Path, **env: str) -> SyncSettings:
+    """The demo account's token and the demo Open API client, a snapshot in ``state``."""
+    return load_settings(
+        base_url=base_url,
+        env={
+            "PMS_SYNC_TOKEN": "demo-token",
+            "PMS_SYNC_CLIENT_ID": "demo-client",
+            "PMS_SYNC_CLIENT_SECRET": "demo-secret",
+            "PMS_SYNC_SNAPSHOT": str(state / "snapshot.duckdb"),
+            **env,
+        },
+    )
+
+
+def arrivals(
+    days: list[int], *, nights: dict[int, int] | None = None, today: date | None = None
+) -> list[dict]:
+    """One booking per entry, checking in that many days from today (``B<index>``), two
+    nights long unless ``nights`` says otherwise for that index."""
+    today = today or date.today()
+    rows = []
+    for index, offset in enumerate(days):
+        checkin = today + timedelta(days=offset)
+        row = booking(index, checkin)
+        stay = (nights or {}).get(index, 2)
+        row["checkout"] = (checkin + timedelta(days=stay)).isoformat()
+        rows.append(row)
+    return rows
+
+
+def post_reservation(
+    sandbox: SandboxHandle, reservation_id: str, *, days: int = 1, nights: int = 2, **members: Any
+) -> int:
+    """Create or update one reservation of ``demo`` through the sync webhook; the status."""
+    checkin = date.today() + timedelta(days=days)
+    resource = {
+        "id": reservation_id,
+        "status": "CONFIRMED",
+        "createdAt": "2025-01-02T10:00:00Z",
+        "primaryGuest": {"firstName": "Anna"},
+        "unitReservations": [
+            {
+                "id": reservation_id,
+                "adults": 2,
+                "checkin": checkin.isoformat(),
+                "checkout": (checkin + timedelta(days=nights)).isoformat(),
+                "unitId": "U1",
+                "unitName": "U1",
+            }
+        ],
+        **members,
+    }
+    answer = sandbox.http.post(
+        "/api/v1/hooks/reservation/connect",
+        json={
+            "accountId": "demo",
+            "event": "create",
+            "entity": "reservation",
+            "resource": resource,
+        },
+        headers={"X-Wishbox-Auth-Token": "demo-token"},
+    )
+    return answer.status_code
+
+
+def write_connection(
+    folder: Path, bookings: list[dict], extra: str = "", name: str = "hotel"
+) -> Path:
+    """A connection (one unit, ``name``) whose mapping has ``extra`` appended; its path."""
+    export = Export(folder, name)
+    export.write([unit(1)], bookings, extra=extra)
+    return export.mapping
+
+
+@contextlib.contextmanager
+def running_receiver(
+    store: Path, *, secret: str | None = RECEIVER_SECRET, port: int = 0, **options: object
+) -> Iterator[BackgroundReceiver]:
+    receiver = BackgroundReceiver(
+        ReceiverSettings(store_path=store, port=port, secret=secret, **options)  # type: ignore[arg-type]
+    )
+    receiver.start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
+
+
+def unavailable(what: str, error: Exception) -> None:
+    message = f"{what} does not answer ({str(error).splitlines()[0]})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI=true requires it")
+    pytest.skip(message)
+
+
+@contextlib.contextmanager
+def postgres_schema() -> Iterator[tuple[str, str]]:
+    """A PostgreSQL schema of its own for one test, dropped after: (url, schema)."""
+    schema = f"pms_sync_links_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    except sa.exc.OperationalError as error:
+        admin.dispose()
+        unavailable("PostgreSQL", error)
+    try:
+        yield POSTGRES_URL, schema
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def table_rows(url: str, table: str, schema: str | None = None) -> list[dict]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            found = sa.Table(table, sa.MetaData(), autoload_with=connection, schema=schema)
+            return [dict(row._mapping) for row in connection.execute(sa.select(found))]
+    finally:
+        engine.dispose()

@@ -1,0 +1,105 @@
+"""The loop closed, over real sockets: webhook configurations applied from a file, a sync
+whose new reservations the sandbox posts to the receiver (stored once each, redeliveries
+included), and the guest links of the upcoming arrivals written to a PostgreSQL table and to
+SQLite, then not fetched again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from connector.events import new_events
+from connector.links import run_links
+from connector.pipeline import run_sync
+from connector.sandbox.testing import SandboxHandle
+from connector.webhooks import apply_webhooks_file, plan_webhooks_file
+from tests.loop.loop_samples import (
+    RECEIVER_SECRET,
+    arrivals,
+    postgres_schema,
+    running_receiver,
+    settings_for,
+    table_rows,
+    write_connection,
+)
+
+WEBHOOKS = """\
+webhooks:
+  - name: every-arrival
+    event: reservationCreated
+    url: {url}
+    headers: {{X-Receiver-Secret: "${{HOTEL_RECEIVER_SECRET}}"}}
+  - name: long-stays
+    event: reservationCreated
+    url: {url}
+    headers: {{X-Receiver-Secret: "${{HOTEL_RECEIVER_SECRET}}"}}
+    dataPoints: [timestamp]
+    conditions:
+      - {{filterType: nights, op: ">=", value: 4}}
+"""
+
+LINKS = """\
+links:
+  days_ahead: 14
+  destination:
+    - sql: {{url: "{postgres}", schema: {schema}, table: guest_links}}
+    - sql: {{url: "sqlite:///pms.sqlite", table: guest_links}}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_webhooks_events_and_links_close_the_loop(
+    events_sandbox: SandboxHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOTEL_RECEIVER_SECRET", RECEIVER_SECRET)
+    settings = settings_for(events_sandbox.base_url, tmp_path)
+    # Six arrivals in the next 14 days (B2 and B4 stay 4+ nights, B5 is cancelled), one in
+    # 30 days: eight reservations created at the service.
+    bookings = arrivals([3, 0, 9, 30, 1, 6, 13], nights={2: 5, 4: 4})
+    bookings[5]["status"] = "CANCELLED"
+    with (
+        postgres_schema() as (postgres, schema),
+        running_receiver(tmp_path / "events.duckdb") as receiver,
+    ):
+        hooks = tmp_path / "webhooks.yaml"
+        hooks.write_text(WEBHOOKS.format(url=f"{receiver.base_url}/events/hotel"))
+        planned = plan_webhooks_file(hooks, settings).plan.counts
+        applied = apply_webhooks_file(hooks, settings).status
+        replanned = plan_webhooks_file(hooks, settings).plan
+
+        mapping = write_connection(
+            tmp_path / "hotel", bookings, LINKS.format(postgres=postgres, schema=schema)
+        )
+        assert run_sync(mapping, settings).status == "succeeded"
+        delivered = events_sandbox.wait_for_deliveries()
+        events_sandbox.redeliver()
+        redelivered = events_sandbox.wait_for_deliveries()
+
+        links = run_links(mapping, settings)
+        in_postgres = table_rows(postgres, "guest_links", schema)
+        again = run_links(mapping, settings)
+
+    assert planned == {"create": 2, "update": 0, "delete": 0, "unchanged": 0}
+    assert applied == "ok" and replanned.empty
+    assert len(delivered) == 7 + 2 and {d["status"] for d in delivered} == {"delivered"}
+    assert len(redelivered) == 2 * len(delivered)
+
+    stored = new_events(tmp_path / "events.duckdb", "hotel").events
+    received = sorted(
+        (json.loads(resource)["externalId"], "timestamp" in json.loads(resource))
+        for resource in stored["resource"]
+    )
+    assert received == sorted([(f"B{n}", False) for n in range(7)] + [("B2", True), ("B4", True)])
+    assert stored["deliveries"].tolist() == [2] * 9
+    assert set(stored["event"]) == {"reservationCreated"}
+
+    upcoming = ["B1", "B4", "B0", "B2", "B6"]  # by check-in; B3 is too far, B5 cancelled
+    assert links.fetched == upcoming and links.status == "ok"
+    in_sqlite = table_rows(f"sqlite:///{tmp_path / 'hotel' / 'pms.sqlite'}", "guest_links")
+    by_id = {row["reservation_id"]: row["guest_app"] for row in in_postgres}
+    assert sorted(by_id) == sorted(upcoming)
+    assert {row["reservation_id"]: row["guest_app"] for row in in_sqlite} == by_id
+    assert (len(again.fetched), again.reused, again.requests) == (0, 5, 0)
