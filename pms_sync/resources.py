@@ -25,7 +25,7 @@ from connector.errors import ConfigError
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
-from connector.snapshot import Snapshot, SnapshotStore
+from connector.snapshot import Snapshot, SnapshotStore, snapshot_location, state_dir
 from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
 from pms_sync.storage import MappedRecordsIOManager
 
@@ -63,7 +63,7 @@ class OpenApiResource(dg.ConfigurableResource):
             client_id=self.client_id,
             client_secret=self.client_secret,
             base_url=self.base_url or service_base_url,
-            token_cache=Path(snapshot_path).parent / TOKEN_CACHE_FILE,
+            token_cache=state_dir(snapshot_location(snapshot_path)) / TOKEN_CACHE_FILE,
         )
 
     def properties(self) -> PropertyPolicy:

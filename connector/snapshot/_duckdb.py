@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -739,14 +740,25 @@ def _connect(
             if not any(marker in str(error) for marker in _LOCK_MARKERS):
                 raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
             if time.monotonic() >= deadline:
+                waited = f" after waiting {lock_timeout:g} s" if lock_timeout > 0 else ""
                 raise SnapshotLockedError(
-                    f"the snapshot {file} is in use by another pms-sync process "
-                    f"(DuckDB allows one writer per file); wait for that run to finish, "
-                    f"or point --snapshot/PMS_SYNC_SNAPSHOT at another file"
+                    f"the snapshot {file} is in use by another pms-sync process"
+                    f"{_holder(str(error))}{waited} (DuckDB allows one writer per file); wait "
+                    f"for that run to finish (--wait SECONDS), or point "
+                    f"--snapshot/PMS_SYNC_SNAPSHOT at another file or a PostgreSQL database"
                 ) from error
             time.sleep(0.2)
         except duckdb.Error as error:
             raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
+
+
+_HOLDER = re.compile(r"held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def _holder(message: str) -> str:
+    """`` (pid N, program)`` from DuckDB's lock conflict, which names the holding process."""
+    found = _HOLDER.search(message)
+    return f" (pid {found['pid']}, {found['program']})" if found else ""
 
 
 def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
