@@ -55,10 +55,12 @@ def test_writers_of_different_scopes_hold_a_postgresql_snapshot_at_once(
 def test_a_writer_of_an_overlapping_scope_is_refused_with_the_holder_named(
     postgres_snapshot_url: str, held: LockScope | None, wanted: LockScope | None, named: str
 ) -> None:
-    with Snapshot.open(postgres_snapshot_url, scope=held):
-        with pytest.raises(SnapshotLockedError) as refused:
-            with Snapshot.open(postgres_snapshot_url, scope=wanted, lock_timeout=0.3):
-                pass  # pragma: no cover - the open must fail
+    with (
+        Snapshot.open(postgres_snapshot_url, scope=held),
+        pytest.raises(SnapshotLockedError) as refused,
+        Snapshot.open(postgres_snapshot_url, scope=wanted, lock_timeout=0.3),
+    ):
+        pass  # pragma: no cover - the open must fail
 
     message = str(refused.value)
     assert message.startswith(named)
