@@ -202,16 +202,22 @@ class ServiceResource(dg.ConfigurableResource):
 
 
 class SnapshotResource(dg.ConfigurableResource):
-    """The DuckDB snapshot of what the service acknowledged (one writer at a time)."""
+    """The snapshot of what the service acknowledged: a DuckDB file (one writer at a time) or
+    a PostgreSQL database (writers of different connections and accounts at once)."""
 
     path: str = Field(
-        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"), description="Snapshot file (DuckDB)."
+        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"),
+        description=(
+            "Snapshot: a DuckDB file, or a PostgreSQL URL postgresql://user@host:5432/db "
+            "(password from PGPASSWORD or ~/.pgpass; see docs/deploy.md)."
+        ),
     )
     lock_timeout: float = Field(
         default=300.0,
         description=(
-            "Seconds to wait for another process's write lock before failing; the Dagster pool "
-            "serialises writers first, this covers writers outside Dagster (the CLI)."
+            "Seconds to wait for another process's write lock (the file's, or on PostgreSQL "
+            "the scope's) before failing; the Dagster pool serialises writers first, this "
+            "covers writers outside Dagster (the CLI)."
         ),
     )
 
