@@ -46,6 +46,7 @@ from connector.snapshot._model import (
     RunRecord,
     UnitStaysRequest,
 )
+from connector.snapshot._portable import PortableReads
 
 VALIDATED_PAYLOADS_SINCE = 6
 """The schema version that records which contract validated each payload."""
@@ -182,7 +183,7 @@ ORDER BY ALL
 """
 
 
-class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
+class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
     """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``; guest
     links and received events: ``LinkTables``, ``EventTables``)."""
 
@@ -344,15 +345,6 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
                 """
             )
 
-    def possibly_stored(self) -> dict[tuple[str, str, str], str]:
-        rows = self._query(
-            "SELECT account_id, entity, record_id, content_hash FROM possibly_stored"
-        )
-        return {
-            (str(account), str(entity), str(record)): str(digest)
-            for account, entity, record, digest in rows.itertuples(index=False)
-        }
-
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
         if not len(records):
             return 0
@@ -480,12 +472,6 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
         return self._query(
             "SELECT * FROM acknowledged WHERE entity = ? ORDER BY ALL", [str(entity)]
         )
-
-    def dead_letters(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM dead_letters ORDER BY account_id, entity, record_id")
-
-    def runs(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM runs ORDER BY started_at")
 
     def run_counts(self, run_id: str | None = None) -> pd.DataFrame:
         if run_id is None:

@@ -31,7 +31,7 @@ from sqlalchemy.pool import NullPool
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, Entity
 from connector.errors import SnapshotError
-from connector.snapshot._accounts import DiscoveredAccount, PropertyState, PropertyStatusRecord
+from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
@@ -52,6 +52,7 @@ from connector.snapshot._model import (
     RunRecord,
     UnitStaysRequest,
 )
+from connector.snapshot._portable import PortableReads
 
 # One key for the schema's migrations in every database: two runs opening a fresh database
 # at once must not both create the tables.
@@ -73,7 +74,7 @@ _DECISION_COLUMNS = """
 """
 
 
-class PostgresSnapshot:
+class PostgresSnapshot(PortableReads):
     """A snapshot held in a PostgreSQL database (or the schema a URL's search_path names)."""
 
     def __init__(self, connection: sa.Connection, location: str, *, read_only: bool) -> None:
@@ -144,15 +145,7 @@ class PostgresSnapshot:
         accounts |= set(request.scope_accounts)
         entity = str(request.entity)
         with self._scratch() as memory:
-            _load(
-                memory,
-                "acknowledged",
-                self._query(
-                    f"SELECT {_DECISION_COLUMNS} FROM acknowledged "
-                    "WHERE entity = :entity AND account_id = ANY(:accounts)",
-                    {"entity": entity, "accounts": sorted(accounts)},
-                ),
-            )
+            self._pull_decision_rows(memory, request.entity, accounts)
             _load(
                 memory,
                 "dead_letters",
@@ -187,15 +180,7 @@ class PostgresSnapshot:
         accounts = sorted(_accounts_of(request.records) | set(request.scope_accounts))
         entity = str(request.entity)
         with self._scratch() as memory:
-            _load(
-                memory,
-                "acknowledged",
-                self._query(
-                    f"SELECT {_DECISION_COLUMNS} FROM acknowledged "
-                    "WHERE entity = :entity AND account_id = ANY(:accounts)",
-                    {"entity": entity, "accounts": accounts},
-                ),
-            )
+            self._pull_decision_rows(memory, request.entity, accounts)
             _load(
                 memory,
                 "drift",
@@ -246,15 +231,6 @@ class PostgresSnapshot:
         rows = _latest_per_key([_row(change) for change in changes])
         with self._transaction() as connection:
             _upsert(connection, "possibly_stored", rows, ("account_id", "entity", "record_id"))
-
-    def possibly_stored(self) -> dict[tuple[str, str, str], str]:
-        rows = self._query(
-            "SELECT account_id, entity, record_id, content_hash FROM possibly_stored"
-        )
-        return {
-            (str(account), str(entity), str(record)): str(digest)
-            for account, entity, record, digest in rows.itertuples(index=False)
-        }
 
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
         if not len(records):
@@ -454,12 +430,6 @@ class PostgresSnapshot:
             {"entity": None if entity is None else str(entity)},
         )
 
-    def dead_letters(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM dead_letters ORDER BY account_id, entity, record_id")
-
-    def runs(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM runs ORDER BY started_at")
-
     def run_counts(self, run_id: str | None = None) -> pd.DataFrame:
         return self._query(
             "SELECT * FROM run_counts WHERE CAST(:run AS VARCHAR) IS NULL OR run_id = :run "
@@ -538,17 +508,7 @@ class PostgresSnapshot:
             "FROM discovered_accounts WHERE client_key = :key ORDER BY external_id",
             {"key": client_key},
         )
-        return [
-            DiscoveredAccount(
-                external_id=str(row.external_id),
-                account_id=str(row.account_id),
-                name=str(row.name),
-                token=str(row.token),
-                expires_at=float(row.expires_at),
-                fetched_at=float(row.fetched_at),
-            )
-            for row in rows.itertuples(index=False)
-        ]
+        return discovered_of(rows)
 
     def save_discovered_accounts(
         self, client_key: str, accounts: Sequence[DiscoveredAccount]
@@ -573,20 +533,6 @@ class PostgresSnapshot:
                 ),
                 {"key": client_key, "ids": sorted(external_ids)},
             )
-
-    def property_statuses(self) -> dict[str, PropertyStatusRecord]:
-        rows = self._query("SELECT * FROM property_status ORDER BY account_id")
-        return {
-            str(row.account_id): PropertyStatusRecord(
-                account_id=str(row.account_id),
-                status=PropertyState(str(row.status)),
-                update_sub_units=bool(row.update_sub_units),
-                changed_at=pd.Timestamp(row.changed_at).to_pydatetime(),
-                request_id=None if pd.isna(row.request_id) else str(row.request_id),
-                connection=None if pd.isna(row.connection) else str(row.connection),
-            )
-            for row in rows.itertuples(index=False)
-        }
 
     def record_property_statuses(self, records: Sequence[PropertyStatusRecord]) -> None:
         if not records:
@@ -795,6 +741,20 @@ class PostgresSnapshot:
             yield memory
         finally:
             memory.close()
+
+    def _pull_decision_rows(
+        self, memory: duckdb.DuckDBPyConnection, entity: Entity, accounts: Collection[str]
+    ) -> None:
+        """The acknowledged records of ``accounts`` a decision reads: no payloads."""
+        _load(
+            memory,
+            "acknowledged",
+            self._query(
+                f"SELECT {_DECISION_COLUMNS} FROM acknowledged "
+                "WHERE entity = :entity AND account_id = ANY(:accounts)",
+                {"entity": str(entity), "accounts": sorted(accounts)},
+            ),
+        )
 
     def _mark_validated(self, entity: Entity, keys: Sequence[tuple[str, str]]) -> None:
         with self._transaction() as connection:
