@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m ui-test
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m bench-scale-out ui-test
 
 setup: $(STAMP)
 
@@ -81,6 +81,11 @@ bench: $(BENCH_STAMP)
 # pushed), no-change and 1 %-changed runs. BENCH_RUNS=3 for medians.
 bench-1m: $(BENCH_STAMP)
 	$(BIN)/python -m bench map,diff,noop,change --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
+
+# Scale-out (issue 17, about 5 minutes): 8 accounts x 10k reservations on a PostgreSQL snapshot
+# (127.0.0.1:5432, database test; BENCH_POSTGRES_URL), one after another and 4 runs at once.
+bench-scale-out: $(BENCH_STAMP)
+	$(BIN)/python -m bench.scale_out
 
 clean:
 	rm -rf $(VENV) .pms-sync .pytest_cache .ruff_cache

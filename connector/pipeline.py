@@ -45,7 +45,14 @@ from connector.safety.guard import (
     withhold,
 )
 from connector.settings import SyncSettings
-from connector.snapshot import RunCounts, RunRecord, Snapshot, SnapshotStore, validated_payloads
+from connector.snapshot import (
+    LockScope,
+    RunCounts,
+    RunRecord,
+    Snapshot,
+    SnapshotStore,
+    validated_payloads,
+)
 from connector.urgency import URGENCY_CLASSES
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
@@ -433,7 +440,11 @@ def sync_batches(
     release = release_units_with_stays or allow_mass_change
     if not dry_run:
         ensure_reachable(settings.client)  # a service down at the start: one clear error
-    with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as snapshot:
+    with Snapshot.open(
+        settings.snapshot_path,
+        lock_timeout=settings.lock_timeout,
+        scope=lock_scope(batches, policy, whole_connection=reconcile),
+    ) as snapshot:
         # External ids become account ids before anything is compared (connector.accounts).
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
         batches, policy = discovery.resolve(batches, policy)
@@ -639,6 +650,31 @@ def _unresolved_records(batches: Mapping[Entity, MappedRecords]) -> int:
     return sum(
         len(batch.unresolved.drop_duplicates(["account_id", "record_id", "input", "rows"]))
         for batch in batches.values()
+    )
+
+
+def lock_scope(
+    batches: Mapping[Entity, MappedRecords],
+    policy: ReconcilePolicy | None,
+    *,
+    whole_connection: bool = False,
+) -> LockScope:
+    """What a run writes: its connection and the accounts of its export (as the export names
+    them: external ids too, the same in every run of the connection). A run with rows of no
+    account, or a reconciliation pass (kept per connection), writes the whole connection."""
+    policy = policy or ReconcilePolicy()
+    accounts: set[str] = set(policy.accounts or ())
+    for batch in batches.values():
+        for keys in (batch.records, batch.quarantine, batch.present_elsewhere, batch.unresolved):
+            if "account_id" not in keys:
+                continue
+            named = keys["account_id"].dropna().astype(str).str.strip()
+            whole_connection |= bool((named == "").any()) or len(named) < len(keys)
+            accounts |= set(named[named != ""])
+    return LockScope(
+        connection=policy.connection,
+        accounts=frozenset(accounts),
+        whole_connection=whole_connection or not accounts,
     )
 
 

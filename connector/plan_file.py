@@ -36,7 +36,7 @@ from connector.private_files import open_private
 from connector.records import DateWindow
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate
 from connector.settings import SyncSettings
-from connector.snapshot import Snapshot, SnapshotStore
+from connector.snapshot import Snapshot, SnapshotStore, snapshot_location
 
 if TYPE_CHECKING:
     from connector.pipeline import SyncReport
@@ -221,7 +221,7 @@ def apply_plan_file(
     settings: SyncSettings,
     *,
     allow_mass_change: bool = False,
-    snapshot_path: Path | None = None,
+    snapshot_path: str | Path | None = None,
 ) -> SyncReport:
     """Push exactly the plan file's payloads and record the run; returns a SyncReport.
 
@@ -237,7 +237,7 @@ def apply_plan_file(
 
     plan_file = read_plan_file(path)
     started = _now()
-    location = snapshot_path or Path(plan_file.snapshot_location)
+    location = snapshot_location(snapshot_path or plan_file.snapshot_location)
     with Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot:
         check_applicable(plan_file, snapshot, allow=allow_mass_change)
         # Tokens of accounts without a given one come from the Open API client, if any.

@@ -65,7 +65,12 @@ from connector.secrets import (
     register_secret,
     register_url_password,
 )
-from connector.snapshot import DEFAULT_RENEW_MARGIN_S
+from connector.snapshot import (
+    DEFAULT_RENEW_MARGIN_S,
+    SnapshotLocation,
+    snapshot_location,
+    state_dir,
+)
 from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
@@ -75,7 +80,7 @@ DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
 class SyncSettings:
     client: ClientConfig = field(default_factory=ClientConfig)
     tokens: AccountTokens = field(default_factory=AccountTokens)
-    snapshot_path: Path = DEFAULT_SNAPSHOT
+    snapshot_path: SnapshotLocation = DEFAULT_SNAPSHOT  # a DuckDB file or a postgresql:// URL
     push: PushOptions = field(default_factory=PushOptions)
     lock_timeout: float = 0.0  # seconds to wait for another process's snapshot lock
     urgency: UrgencyPolicy = field(default_factory=UrgencyPolicy)
@@ -138,7 +143,7 @@ def load_settings(
         urgency = UrgencyPolicy.from_env(env)
     except ValueError as error:
         raise ConfigError(f"PMS_SYNC_URGENT_DAYS: {error}") from error
-    snapshot_path = Path(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT)
+    snapshot_path = snapshot_location(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT)
     return SyncSettings(
         client=client,
         tokens=tokens,
@@ -150,7 +155,7 @@ def load_settings(
             client_secret=client_secret or env.get("PMS_SYNC_CLIENT_SECRET"),
             base_url=openapi_url or env.get("PMS_SYNC_OPENAPI_URL") or service_url,
             token_cache=Path(
-                env.get("PMS_SYNC_TOKEN_CACHE") or snapshot_path.parent / TOKEN_CACHE_FILE
+                env.get("PMS_SYNC_TOKEN_CACHE") or state_dir(snapshot_path) / TOKEN_CACHE_FILE
             ),
             renew_margin_s=_float(env, "PMS_SYNC_RENEW_MARGIN", DEFAULT_RENEW_MARGIN_S) or 0.0,
         ),

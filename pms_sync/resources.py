@@ -25,7 +25,7 @@ from connector.errors import ConfigError
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
-from connector.snapshot import Snapshot, SnapshotStore
+from connector.snapshot import Snapshot, SnapshotStore, snapshot_location, state_dir
 from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
 from pms_sync.storage import MappedRecordsIOManager
 
@@ -63,7 +63,7 @@ class OpenApiResource(dg.ConfigurableResource):
             client_id=self.client_id,
             client_secret=self.client_secret,
             base_url=self.base_url or service_base_url,
-            token_cache=Path(snapshot_path).parent / TOKEN_CACHE_FILE,
+            token_cache=state_dir(snapshot_location(snapshot_path)) / TOKEN_CACHE_FILE,
         )
 
     def properties(self) -> PropertyPolicy:
@@ -202,16 +202,22 @@ class ServiceResource(dg.ConfigurableResource):
 
 
 class SnapshotResource(dg.ConfigurableResource):
-    """The DuckDB snapshot of what the service acknowledged (one writer at a time)."""
+    """The snapshot of what the service acknowledged: a DuckDB file (one writer at a time) or
+    a PostgreSQL database (writers of different connections and accounts at once)."""
 
     path: str = Field(
-        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"), description="Snapshot file (DuckDB)."
+        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"),
+        description=(
+            "Snapshot: a DuckDB file, or a PostgreSQL URL postgresql://user@host:5432/db "
+            "(password from PGPASSWORD or ~/.pgpass; see docs/deploy.md)."
+        ),
     )
     lock_timeout: float = Field(
         default=300.0,
         description=(
-            "Seconds to wait for another process's write lock before failing; the Dagster pool "
-            "serialises writers first, this covers writers outside Dagster (the CLI)."
+            "Seconds to wait for another process's write lock (the file's, or on PostgreSQL "
+            "the scope's) before failing; the Dagster pool serialises writers first, this "
+            "covers writers outside Dagster (the CLI)."
         ),
     )
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
 
@@ -30,3 +33,43 @@ def clean_sandbox(sandbox: SandboxHandle) -> SandboxHandle:
     """The shared sandbox with no records, no webhook configurations, no stats and no faults."""
     sandbox.reset()
     return sandbox
+
+
+# -- snapshot backends ----------------------------------------------------------------------
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def postgres_snapshot_url() -> Iterator[str]:
+    """A ``postgresql://`` snapshot URL of a fresh schema (dropped afterwards) on the server
+    at 127.0.0.1:5432. Skips when no server answers, except under CI=true where it fails."""
+    schema = f"pms_sync_snapshot_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(POSTGRES_ADMIN_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    except sa.exc.OperationalError as error:
+        admin.dispose()
+        message = f"PostgreSQL does not answer ({str(error).splitlines()[0]})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI=true requires it")
+        pytest.skip(message)
+    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql")
+    url = url.update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["duckdb", "postgresql"])
+def snapshot_location(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """Where a test's snapshot lives: a fresh DuckDB file, then a fresh PostgreSQL schema."""
+    if request.param == "duckdb":
+        return tmp_path / "state" / "snapshot.duckdb"
+    return str(request.getfixturevalue("postgres_snapshot_url"))

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -81,7 +80,7 @@ def open_api_options(command: F) -> F:
 )
 @click.option(
     "--snapshot",
-    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE|URL",
     help="Snapshot file, whose folder holds the token cache [env PMS_SYNC_SNAPSHOT].",
 )
 @open_api_options
@@ -89,7 +88,7 @@ def accounts_command(
     external_id: str | None,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
     client_id: str | None,
     client_secret: str | None,
     openapi_url: str | None,

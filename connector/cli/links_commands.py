@@ -49,8 +49,9 @@ def exit_code(report: LinksReport) -> int:
 )
 @click.option(
     "--snapshot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Snapshot file [env PMS_SYNC_SNAPSHOT; default .pms-sync/snapshot.duckdb].",
+    metavar="FILE|URL",
+    help="Snapshot: a DuckDB file or a postgresql:// URL [env PMS_SYNC_SNAPSHOT; default "
+    ".pms-sync/snapshot.duckdb].",
 )
 @open_api_options
 @click.option(
@@ -87,7 +88,7 @@ def links_command(
     mapping: Path,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
     client_id: str | None,
     client_secret: str | None,
     openapi_url: str | None,

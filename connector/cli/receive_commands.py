@@ -21,6 +21,7 @@ from connector.errors import PmsSyncError
 from connector.events import DEFAULT_PORT, DEFAULT_SECRET_HEADER, receiver_settings, serve_forever
 from connector.secrets import mask_text
 from connector.settings import DEFAULT_SNAPSHOT
+from connector.snapshot import snapshot_location
 
 
 def register(group: click.Group) -> None:
@@ -60,7 +61,7 @@ def register(group: click.Group) -> None:
 )
 @click.option(
     "--snapshot",
-    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE|URL",
     help="Snapshot file, whose folder holds the events store by default [env PMS_SYNC_SNAPSHOT].",
 )
 def receive_command(
@@ -69,12 +70,14 @@ def receive_command(
     secret_header: str | None,
     max_body: int | None,
     store: Path | None,
-    snapshot: Path | None,
+    snapshot: str | None,
 ) -> None:
     """Receive the service's outgoing events and store each one once."""
     import os
 
-    snapshot_path = Path(snapshot or os.environ.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT)
+    snapshot_path = snapshot_location(
+        snapshot or os.environ.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT
+    )
     try:
         settings = receiver_settings(
             snapshot_path=snapshot_path,

@@ -66,8 +66,18 @@ _mapping_argument = click.argument(
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _snapshot_option = click.option(
     "--snapshot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Snapshot file [env PMS_SYNC_SNAPSHOT; default .pms-sync/snapshot.duckdb].",
+    metavar="FILE|URL",
+    help="Snapshot: a DuckDB file or a postgresql:// URL [env PMS_SYNC_SNAPSHOT; default "
+    ".pms-sync/snapshot.duckdb].",
+)
+_wait_option = click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for another run writing the snapshot (on PostgreSQL: the same "
+    "connection and accounts; on a DuckDB file: any run) to finish; 0 exits at once, naming it.",
 )
 _full_resync_option = click.option(
     "--full-resync", is_flag=True, help="Re-send every record of the export, changed or not."
@@ -129,6 +139,7 @@ _release_units_option = click.option(
     help="The service whose defaults apply (refresh, rate limits) [env PMS_SYNC_BASE_URL].",
 )
 @_snapshot_option
+@_wait_option
 @open_api_options
 @click.option(
     "--out",
@@ -146,7 +157,8 @@ def plan_command(
     refresh_max: int | None,
     reconcile: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
+    wait: float,
     out: Path | None,
     client_id: str | None,
     client_secret: str | None,
@@ -166,6 +178,7 @@ def plan_command(
             client_secret=client_secret,
             openapi_url=openapi_url,
         )
+        settings = replace(settings, lock_timeout=wait)
         force = _force(full_resync, only)
         if out is None:
             plan = plan_sync(
@@ -211,6 +224,7 @@ def plan_command(
     help="The service [env PMS_SYNC_BASE_URL; default the local sandbox http://127.0.0.1:8765].",
 )
 @_snapshot_option
+@_wait_option
 @_full_resync_option
 @_only_option
 @_allow_mass_change_option
@@ -251,7 +265,8 @@ def sync_command(
     dry_run: bool,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
+    wait: float,
     full_resync: bool,
     only: tuple[str, ...],
     allow_mass_change: bool,
@@ -287,7 +302,7 @@ def sync_command(
             refresh_max=refresh_max,
         )
         budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
-        settings = replace(settings, push=replace(settings.push, budget=budget))
+        settings = replace(settings, push=replace(settings.push, budget=budget), lock_timeout=wait)
         with _progress(enabled=not as_json and sys.stdout.isatty()) as on_progress:
             report = run_sync(
                 mapping,
@@ -358,9 +373,10 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
 @click.option("--base-url", metavar="URL", help="The service [env PMS_SYNC_BASE_URL].")
 @click.option(
     "--snapshot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Snapshot file [default: the one the plan was made against].",
+    metavar="FILE|URL",
+    help="Snapshot file or postgresql:// URL [default: the one the plan was made against].",
 )
+@_wait_option
 @_allow_mass_change_option
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
 @open_api_options
@@ -368,7 +384,8 @@ def apply_command(
     plan_file: Path,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
+    wait: float,
     allow_mass_change: bool,
     concurrency: int | None,
     client_id: str | None,
@@ -386,6 +403,7 @@ def apply_command(
             client_secret=client_secret,
             openapi_url=openapi_url,
         )
+        settings = replace(settings, lock_timeout=wait)
         report = apply_plan_file(
             plan_file, settings, allow_mass_change=allow_mass_change, snapshot_path=snapshot
         )

@@ -46,7 +46,7 @@ def _common(command: Any) -> Any:
     command = open_api_options(command)
     command = click.option(
         "--snapshot",
-        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE|URL",
         help="Snapshot file, whose folder holds the token cache [env PMS_SYNC_SNAPSHOT].",
     )(command)
     command = click.option(
@@ -68,7 +68,7 @@ def plan_command(
     file: Path,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
     client_id: str | None,
     client_secret: str | None,
     openapi_url: str | None,
@@ -94,7 +94,7 @@ def apply_command(
     file: Path,
     as_json: bool,
     base_url: str | None,
-    snapshot: Path | None,
+    snapshot: str | None,
     client_id: str | None,
     client_secret: str | None,
     openapi_url: str | None,

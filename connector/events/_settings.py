@@ -20,6 +20,7 @@ from pathlib import Path
 
 from connector.errors import ConfigError
 from connector.secrets import MASK, register_secret
+from connector.snapshot import SnapshotLocation, state_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8766
@@ -66,7 +67,7 @@ class ReceiverSettings:
 
 def receiver_settings(
     *,
-    snapshot_path: Path,
+    snapshot_path: SnapshotLocation,
     host: str | None = None,
     port: int | None = None,
     secret_header: str | None = None,
@@ -85,7 +86,9 @@ def receiver_settings(
     except ValueError as error:
         raise ConfigError(f"receiver setting: expected an integer ({error})") from None
     return ReceiverSettings(
-        store_path=Path(store or env.get("PMS_SYNC_EVENTS") or snapshot_path.parent / EVENTS_FILE),
+        store_path=Path(
+            store or env.get("PMS_SYNC_EVENTS") or state_dir(snapshot_path) / EVENTS_FILE
+        ),
         host=host or env.get("PMS_SYNC_RECEIVER_HOST") or DEFAULT_HOST,
         port=port,
         secret=env.get("PMS_SYNC_RECEIVER_SECRET") or None,
@@ -94,7 +97,9 @@ def receiver_settings(
     )
 
 
-def events_store_path(snapshot_path: Path, env: Mapping[str, str] | None = None) -> Path:
+def events_store_path(
+    snapshot_path: SnapshotLocation, env: Mapping[str, str] | None = None
+) -> Path:
     """Where the receiver keeps events: ``PMS_SYNC_EVENTS``, else beside the snapshot."""
     env = os.environ if env is None else env
-    return Path(env.get("PMS_SYNC_EVENTS") or snapshot_path.parent / EVENTS_FILE)
+    return Path(env.get("PMS_SYNC_EVENTS") or state_dir(snapshot_path) / EVENTS_FILE)

@@ -1,7 +1,8 @@
 """The snapshot store: what the service acknowledged, what it refused, and the run history.
 
-``Snapshot.open(path)`` opens the default DuckDB backend; every backend offers
-:class:`SnapshotStore`, which is what the plan and the push depend on.
+``Snapshot.open(location)`` opens a DuckDB file (the default) or, for a ``postgresql://`` URL,
+a PostgreSQL database; every backend offers :class:`SnapshotStore`, which is what the plan and
+the push depend on.
 """
 
 from __future__ import annotations
@@ -10,16 +11,34 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
+
+from connector.errors import SnapshotError
 from connector.snapshot._accounts import (
     DEFAULT_RENEW_MARGIN_S,
     DiscoveredAccount,
     PropertyState,
     PropertyStatusRecord,
 )
-from connector.snapshot._duckdb import DuckDBSnapshot, validated_payloads
+from connector.snapshot._duckdb import DuckDBSnapshot
+from connector.snapshot._duckdb import validated_payloads as _file_validated_payloads
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
-from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
+from connector.snapshot._location import (
+    SnapshotLocation,
+    is_database_url,
+    shown_location,
+    snapshot_location,
+    state_dir,
+)
+from connector.snapshot._locks import LockScope
+from connector.snapshot._migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    Migration,
+    migrate,
+    statements_for,
+)
 from connector.snapshot._model import (
     Acknowledgement,
     DiffRequest,
@@ -40,17 +59,48 @@ from connector.snapshot._store import SnapshotStore
 
 
 class Snapshot:
-    """Entry point: ``with Snapshot.open(path) as snapshot: ...``."""
+    """Entry point: ``with Snapshot.open(location) as snapshot: ...``."""
 
     @staticmethod
     @contextmanager
     def open(
-        location: str | Path, *, lock_timeout: float = 0.0, read_only: bool = False
+        location: str | Path,
+        *,
+        lock_timeout: float = 0.0,
+        read_only: bool = False,
+        scope: LockScope | None = None,
     ) -> Iterator[SnapshotStore]:
-        """``read_only``: write nothing, create nothing (a plan); a missing file is empty."""
-        # A PostgreSQL backend will be chosen here by a postgresql:// location.
+        """``read_only``: write nothing, create nothing (a plan); a missing file is empty.
+
+        ``scope``: what a writer writes (a connection, some of its accounts). A PostgreSQL
+        snapshot lets writers of different scopes work at once (None: the whole snapshot); a
+        DuckDB file has one writer whatever the scope. ``lock_timeout``: seconds to wait for
+        the writer holding it.
+        """
+        if is_database_url(location):
+            from connector.snapshot._postgres import PostgresSnapshot
+
+            with PostgresSnapshot.open(
+                str(location), lock_timeout=lock_timeout, read_only=read_only, scope=scope
+            ) as database:
+                yield database
+            return
         with DuckDBSnapshot.open(location, lock_timeout=lock_timeout, read_only=read_only) as store:
             yield store
+
+
+def validated_payloads(location: str | Path) -> pa.Table | None:
+    """MD5s of the payloads the snapshot knows valid under the current contract (None: none
+    known). Read before a run opens the snapshot for writing."""
+    if not is_database_url(location):
+        return _file_validated_payloads(location)
+    from connector.snapshot._postgres import PostgresSnapshot
+
+    try:
+        with PostgresSnapshot.open(str(location), read_only=True) as database:
+            return database.validated_payloads()
+    except SnapshotError:
+        return None  # the run validates every record, which is only slower
 
 
 __all__ = [
@@ -67,6 +117,7 @@ __all__ = [
     "DuckDBSnapshot",
     "GuestLinkRecord",
     "IncomingEvent",
+    "LockScope",
     "Migration",
     "OnMissing",
     "PossiblyStored",
@@ -80,8 +131,14 @@ __all__ = [
     "RunCounts",
     "RunRecord",
     "Snapshot",
+    "SnapshotLocation",
     "SnapshotStore",
     "UnitStaysRequest",
+    "is_database_url",
     "migrate",
+    "shown_location",
+    "snapshot_location",
+    "state_dir",
+    "statements_for",
     "validated_payloads",
 ]

@@ -78,6 +78,21 @@ class PropertyStatusRecord:
     connection: str | None = None
 
 
+def discovered_of(rows: pd.DataFrame) -> list[DiscoveredAccount]:
+    """Rows of ``discovered_accounts`` as the accounts they hold (either backend's frame)."""
+    return [
+        DiscoveredAccount(
+            external_id=str(row.external_id),
+            account_id=str(row.account_id),
+            name=str(row.name),
+            token=str(row.token),
+            expires_at=float(row.expires_at),
+            fetched_at=float(row.fetched_at),
+        )
+        for row in rows.itertuples(index=False)
+    ]
+
+
 class AccountTables:
     """Reads and writes of ``discovered_accounts`` and ``property_status`` (migration 8).
 
@@ -98,17 +113,7 @@ class AccountTables:
             "FROM discovered_accounts WHERE client_key = ? ORDER BY external_id",
             [client_key],
         )
-        return [
-            DiscoveredAccount(
-                external_id=str(row.external_id),
-                account_id=str(row.account_id),
-                name=str(row.name),
-                token=str(row.token),
-                expires_at=float(row.expires_at),
-                fetched_at=float(row.fetched_at),
-            )
-            for row in rows.itertuples(index=False)
-        ]
+        return discovered_of(rows)
 
     def save_discovered_accounts(
         self, client_key: str, accounts: Sequence[DiscoveredAccount]
@@ -148,20 +153,6 @@ class AccountTables:
             )
 
     # -- property status ------------------------------------------------------------------
-
-    def property_statuses(self) -> dict[str, PropertyStatusRecord]:
-        rows = self._query("SELECT * FROM property_status ORDER BY account_id")
-        return {
-            str(row.account_id): PropertyStatusRecord(
-                account_id=str(row.account_id),
-                status=PropertyState(str(row.status)),
-                update_sub_units=bool(row.update_sub_units),
-                changed_at=pd.Timestamp(row.changed_at).to_pydatetime(),
-                request_id=None if pd.isna(row.request_id) else str(row.request_id),
-                connection=None if pd.isna(row.connection) else str(row.connection),
-            )
-            for row in rows.itertuples(index=False)
-        }
 
     def record_property_statuses(self, records: Sequence[PropertyStatusRecord]) -> None:
         if not records:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ from connector.snapshot._model import (
     RunRecord,
     UnitStaysRequest,
 )
+from connector.snapshot._portable import PortableReads
 
 VALIDATED_PAYLOADS_SINCE = 6
 """The schema version that records which contract validated each payload."""
@@ -181,7 +183,7 @@ ORDER BY ALL
 """
 
 
-class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
+class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
     """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``; guest
     links and received events: ``LinkTables``, ``EventTables``)."""
 
@@ -343,15 +345,6 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
                 """
             )
 
-    def possibly_stored(self) -> dict[tuple[str, str, str], str]:
-        rows = self._query(
-            "SELECT account_id, entity, record_id, content_hash FROM possibly_stored"
-        )
-        return {
-            (str(account), str(entity), str(record)): str(digest)
-            for account, entity, record, digest in rows.itertuples(index=False)
-        }
-
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
         if not len(records):
             return 0
@@ -479,12 +472,6 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
         return self._query(
             "SELECT * FROM acknowledged WHERE entity = ? ORDER BY ALL", [str(entity)]
         )
-
-    def dead_letters(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM dead_letters ORDER BY account_id, entity, record_id")
-
-    def runs(self) -> pd.DataFrame:
-        return self._query("SELECT * FROM runs ORDER BY started_at")
 
     def run_counts(self, run_id: str | None = None) -> pd.DataFrame:
         if run_id is None:
@@ -739,14 +726,25 @@ def _connect(
             if not any(marker in str(error) for marker in _LOCK_MARKERS):
                 raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
             if time.monotonic() >= deadline:
+                waited = f" after waiting {lock_timeout:g} s" if lock_timeout > 0 else ""
                 raise SnapshotLockedError(
-                    f"the snapshot {file} is in use by another pms-sync process "
-                    f"(DuckDB allows one writer per file); wait for that run to finish, "
-                    f"or point --snapshot/PMS_SYNC_SNAPSHOT at another file"
+                    f"the snapshot {file} is in use by another pms-sync process"
+                    f"{_holder(str(error))}{waited} (DuckDB allows one writer per file); wait "
+                    f"for that run to finish (--wait SECONDS), or point "
+                    f"--snapshot/PMS_SYNC_SNAPSHOT at another file or a PostgreSQL database"
                 ) from error
             time.sleep(0.2)
         except duckdb.Error as error:
             raise SnapshotError(f"cannot open the snapshot {file}: {error}") from error
+
+
+_HOLDER = re.compile(r"held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def _holder(message: str) -> str:
+    """`` (pid N, program)`` from DuckDB's lock conflict, which names the holding process."""
+    found = _HOLDER.search(message)
+    return f" (pid {found['pid']}, {found['program']})" if found else ""
 
 
 def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:

@@ -7,6 +7,7 @@ upgrade. Steps are append-only: never edit a released step, add a new one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -289,6 +290,22 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
+
+# The steps are written in the SQL both backends share; the few type names PostgreSQL spells
+# otherwise are rewritten, so that one list of steps is the schema of both.
+_POSTGRES_TYPES = ((re.compile(r"\bDOUBLE\b(?! PRECISION)"), "DOUBLE PRECISION"),)
+
+
+def statements_for(step: Migration, dialect: str = "duckdb") -> tuple[str, ...]:
+    """The statements of ``step`` in ``dialect`` (``duckdb`` or ``postgresql``)."""
+    if dialect == "duckdb":
+        return step.statements
+    statements = []
+    for statement in step.statements:
+        for pattern, replacement in _POSTGRES_TYPES:
+            statement = pattern.sub(replacement, statement)
+        statements.append(statement)
+    return tuple(statements)
 
 
 def current_version(connection: duckdb.DuckDBPyConnection) -> int:

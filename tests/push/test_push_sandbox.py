@@ -232,8 +232,9 @@ def test_dry_run_sends_nothing_and_records_nothing(
 
 
 def test_service_counts_that_disagree_with_what_was_sent_are_reported(
-    service: SandboxHandle, snapshot_file: Path
+    service: SandboxHandle, tmp_path: Path
 ) -> None:
+    snapshot_file = tmp_path / "pms-sync" / "snapshot.duckdb"  # a file, so it can be lost
     source = hotel(units=2, reservations=2)
     settings = settings_for(service.base_url, snapshot_file)
     sync_batches(batches_of(source), settings)

@@ -1,4 +1,5 @@
-"""Fixtures of the snapshot and plan tests: a fresh DuckDB file per test."""
+"""Fixtures of the snapshot and plan tests: a fresh snapshot per test, on each backend (a
+DuckDB file, a PostgreSQL schema: ``snapshot_location`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,6 @@ def snapshot_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def snapshot(snapshot_path: Path) -> Iterator[SnapshotStore]:
-    with Snapshot.open(snapshot_path) as store:
+def snapshot(snapshot_location: str | Path) -> Iterator[SnapshotStore]:
+    with Snapshot.open(snapshot_location) as store:
         yield store
