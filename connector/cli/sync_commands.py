@@ -72,6 +72,12 @@ _snapshot_option = click.option(
 _full_resync_option = click.option(
     "--full-resync", is_flag=True, help="Re-send every record of the export, changed or not."
 )
+_remap_option = click.option(
+    "--remap",
+    is_flag=True,
+    help="Map every record of the export, even those whose source rows are unchanged since "
+    "the last sync (source fingerprints are ignored, then renewed).",
+)
 _allow_mass_change_option = click.option(
     "--allow-mass-change",
     is_flag=True,
@@ -123,6 +129,7 @@ _release_units_option = click.option(
 @_refresh_option
 @_refresh_max_option
 @_reconcile_option
+@_remap_option
 @click.option(
     "--base-url",
     metavar="URL",
@@ -145,6 +152,7 @@ def plan_command(
     refresh: str | None,
     refresh_max: int | None,
     reconcile: bool,
+    remap: bool,
     base_url: str | None,
     snapshot: Path | None,
     out: Path | None,
@@ -174,6 +182,7 @@ def plan_command(
                 force=force,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
         else:
             plan, verdict, plan_document = plan_to_file(
@@ -183,6 +192,7 @@ def plan_command(
                 force=force,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
@@ -246,6 +256,7 @@ def plan_command(
 @_refresh_option
 @_refresh_max_option
 @_reconcile_option
+@_remap_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -268,6 +279,7 @@ def sync_command(
     refresh: str | None,
     refresh_max: int | None,
     reconcile: bool,
+    remap: bool,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -298,6 +310,7 @@ def sync_command(
                 allow_mass_change=allow_mass_change,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
     _finish(report, settings, as_json)
 

@@ -18,6 +18,7 @@ from connector.snapshot._accounts import (
 )
 from connector.snapshot._duckdb import DuckDBSnapshot, validated_payloads
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
+from connector.snapshot._fingerprints import fingerprint_reader_of
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._migrations import LATEST_VERSION, MIGRATIONS, Migration, migrate
 from connector.snapshot._model import (
@@ -82,6 +83,7 @@ __all__ = [
     "Snapshot",
     "SnapshotStore",
     "UnitStaysRequest",
+    "fingerprint_reader_of",
     "migrate",
     "validated_payloads",
 ]

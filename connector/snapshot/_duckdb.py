@@ -26,7 +26,7 @@ from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationSta
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
-from connector.snapshot import _resend
+from connector.snapshot import _fingerprints, _resend
 from connector.snapshot._accounts import AccountTables
 from connector.snapshot._events import EventTables
 from connector.snapshot._links import LinkTables
@@ -275,9 +275,13 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
         cursor = self._connection.cursor()
         try:
             cursor.register("units_frame", request.units.loc[:, ["account_id", "record_id"]])
+            # Records carried over by fingerprint (no payload) are what the service holds:
+            # their acknowledged version stands for them.
             cursor.register(
                 "incoming_frame",
-                incoming.loc[:, ["account_id", "record_id", "payload", "checkout"]],
+                incoming.loc[
+                    incoming["payload"].notna(), ["account_id", "record_id", "payload", "checkout"]
+                ],
             )
             cursor.register(
                 "cancelled_frame", request.cancelled.loc[:, ["account_id", "record_id"]]
@@ -429,6 +433,18 @@ class DuckDBSnapshot(AccountTables, LinkTables, EventTables):
                 frame.insert(0, "run_id", run.run_id)
                 cursor.register("counts_frame", frame)
                 cursor.execute("INSERT OR REPLACE INTO run_counts SELECT * FROM counts_frame")
+
+    def record_fingerprints(
+        self,
+        connection: str | None,
+        entity: Entity,
+        mapping_fingerprint: str,
+        mapped: pd.DataFrame,
+    ) -> int:
+        with self._transaction() as cursor:
+            return _fingerprints.record_fingerprints(
+                cursor, connection, entity, mapping_fingerprint, mapped
+            )
 
     # -- re-sends, drift and reconciliation passes (connector/snapshot/_resend.py) ----------
 

@@ -75,6 +75,18 @@ class SnapshotStore(Protocol):
         """(account_id, entity, record_id) → content hash of each change that may be stored."""
         ...
 
+    def record_fingerprints(
+        self,
+        connection: str | None,
+        entity: Entity,
+        mapping_fingerprint: str,
+        mapped: pd.DataFrame,
+    ) -> int:
+        """Keep the source fingerprints of the records a run mapped (MAPPED_COLUMNS of
+        connector.mapping.fingerprints) whose content the service now holds; forget the others
+        and those of an older mapping fingerprint. Returns how many are kept."""
+        ...
+
     # Re-sends of acknowledged records, drift, reconciliation passes (docs/drift.md).
 
     def resend(self, request: ResendRequest) -> ResendResult:
