@@ -290,9 +290,15 @@ def load_batches(
     check_mapping_exports(mapping)  # an export still being written is never read
     validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
     policy = ReconcilePolicy.from_mapping(mapping)
+    # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
+    # its fingerprint renewed.
     with fingerprint_reader_of(None if remap else snapshot_path, policy.connection) as stored:
         batches = map_records(
-            mapping, entities=entities, window=window, validated=validated, fingerprints=stored
+            mapping,
+            entities=entities,
+            window=window,
+            validated=validated,
+            fingerprints=stored if snapshot_path is not None else None,
         )
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
@@ -526,7 +532,7 @@ def sync_batches(
         discovery.save(snapshot)
         if not dry_run:
             _adopt_exported(snapshot, batches, plan.connection)
-            _keep_fingerprints(snapshot, batches, plan.connection)
+            keep_fingerprints(snapshot, batches, plan.connection)
             if passes:
                 finish_passes(snapshot, passes, plan, result, _now())
         open_drift = snapshot.open_drift()
@@ -613,7 +619,7 @@ def refuse_unmapped_changes(plan: Plan) -> None:
         )
 
 
-def _keep_fingerprints(
+def keep_fingerprints(
     snapshot: SnapshotStore, batches: Mapping[Entity, MappedRecords], connection: str | None
 ) -> None:
     """After the push: keep the source fingerprints of the records the service now holds as
