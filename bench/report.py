@@ -174,6 +174,8 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
                     _ratio(c["sandbox_requests"], dlt["change"]["requests"]) if dlt else "",
                 ]
             )
+        if r.get("floor"):
+            table += _floor_rows(r["floor"], size, label)
         if r.get("push"):
             p = r["push"]
             table.append(
@@ -188,6 +190,48 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
                 ]
             )
     return table
+
+
+# Issue 16's targets at 1M, against the floor (bench/floor.py) measured in the same run.
+_FLOOR_TARGETS = {
+    "first": ("first run: extract + map + validate ÷ floor (full)", "≤ 15 s, ≤ 1.2 GB, ≤ 2x"),
+    "noop": ("nightly run, nothing changed ÷ floor (fingerprint)", "≤ 6 s, ≤ 0.8 GB, ≤ 3x"),
+    "change": ("1 % changed, no push ÷ floor (fingerprint)", "≤ 8 s"),
+}
+
+
+def _floor_rows(floor: dict[str, Any], size: int, label: str) -> list[list[str]]:
+    rows_: list[list[str]] = []
+    for name, (figure, target) in _FLOOR_TARGETS.items():
+        if name not in floor:
+            continue
+        pair = floor[name]
+        ours, theirs = pair["pms_sync"], pair["floor"]
+        rows_.append(
+            [
+                figure,
+                label,
+                target if size >= 1_000_000 else "(at 1M)",
+                f"{_s(ours['seconds'])} vs {_s(theirs['seconds'])} = {pair['time_ratio']:.1f}x",
+                f"{ours['peak_rss_mb']:.0f} vs {theirs['peak_rss_mb']:.0f}",
+                "",
+                "",
+            ]
+        )
+    check = floor.get("check")
+    if check:
+        rows_.append(
+            [
+                "floor documents identical to pms-sync's",
+                label,
+                "all",
+                f"{check['identical']:,} of {check['reservations']:,}",
+                "",
+                "",
+                "",
+            ]
+        )
+    return rows_
 
 
 def markdown_table(results: dict[str, Any]) -> str:
