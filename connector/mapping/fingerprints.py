@@ -104,10 +104,10 @@ def _row_hash(connection: duckdb.DuckDBPyConnection, table: str, alias: str) -> 
 def table_fingerprint(connection: duckdb.DuckDBPyConnection, input_name: str) -> str:
     """The whole content of a loaded input, whatever its row order."""
     table = table_name(input_name)
-    (found,) = connection.execute(
+    ((found,),) = connection.execute(
         f"SELECT CAST(sum(CAST({_row_hash(connection, table, 't')} AS HUGEINT)) AS VARCHAR) "
         f"|| ':' || count(*) FROM {quote_identifier(table)} AS t"
-    ).fetchone()  # type: ignore[misc]
+    ).fetchall()
     return str(found)
 
 

@@ -90,7 +90,7 @@ def record_fingerprints(
             """,
             {key: params[key] for key in ("connection", "entity")},
         )
-        (kept,) = cursor.execute(
+        ((kept,),) = cursor.execute(
             """
             INSERT INTO source_fingerprints
             SELECT DISTINCT ON (m.source_account, m.record_id)
@@ -103,7 +103,7 @@ def record_fingerprints(
              AND a.status = 'active' AND a.connection IS NOT DISTINCT FROM $owner
             """,
             params,
-        ).fetchone()  # type: ignore[misc]
+        ).fetchall()
     finally:
         cursor.unregister("mapped_fingerprints")
     return int(kept)
