@@ -357,7 +357,7 @@ def build_plan(
     present_accounts: set[str] = set()
     present_ids: set[str] = set()
     for batch in batches.values():
-        present_accounts.update(batch.records["account_id"].astype(str))
+        present_accounts.update(batch.records["account_id"].astype(str).unique())
         if force.only_ids is not None:
             present_ids.update(batch.records["record_id"].astype(str))
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)

@@ -1043,7 +1043,13 @@ class Compiler:
         ):
             where = f"({where}) AND ({compiler.where(fields.unitReservations.filter, (*units_member, 'filter'))})"
         stage1 = ", ".join(
-            [f"{scope.alias}.{SOURCE_COLUMN}", f"{scope.alias}.{ROW_COLUMN}", *compiler.raw_columns]
+            [
+                f"{scope.alias}.{SOURCE_COLUMN}",
+                f"{scope.alias}.{ROW_COLUMN}",
+                # Only the source fingerprints read it; every other query leaves it uncomputed.
+                f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
+                *compiler.raw_columns,
+            ]
         )
         values = ", ".join(["raw.*", *compiler.value_columns])
         volatile = sorted(set(self._volatile))
@@ -1074,7 +1080,7 @@ class Compiler:
             f"WHERE {where} AND {ROWS_TO_MAP})"
         )
         row_columns = (
-            f"{SOURCE_COLUMN}, {ROW_COLUMN}, "
+            f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, "
             f"CAST({account.sql} AS VARCHAR) AS account_id, "
             f"CAST({record_id.sql} AS VARCHAR) AS record_id, {compiler.errors()} AS errs, "
             f"{', '.join(texts)}, "
@@ -1106,7 +1112,7 @@ class Compiler:
                 )
                 key_rows_sql = (
                     "WITH " + ",\n".join(ctes) + f"\nSELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
-                    "account_id, record_id FROM rows"
+                    f"{ROW_HASH}, account_id, record_id FROM rows"
                 )
                 ctes.append(
                     f"multi_rows AS MATERIALIZED (SELECT {SOURCE_COLUMN}, {ROW_COLUMN} FROM rows "
@@ -1157,6 +1163,16 @@ _READS_OTHER_ROWS = re.compile(
     r"\bcurrent_(date|time|timestamp|localtime|localtimestamp)\b",
     re.IGNORECASE,
 )
+
+ROW_HASH = "_row_hash"
+"""Column of an entity's raw stage: the hash of the source row's loaded text."""
+
+
+def row_hash_sql(alias: str, columns: list[str]) -> str:
+    """SQL of one source row's hash over every loaded column, not where the row was."""
+    values = ", ".join(f"{alias}.{quote_identifier(name)}" for name in columns) or "NULL"
+    return f"hash({values})"
+
 
 ROWS_TO_MAP = "(/* rows to map */ true)"
 """Placeholder in an entity's row filter: the engine replaces it to leave out the rows of

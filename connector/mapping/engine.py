@@ -234,10 +234,10 @@ def run_prepared(
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():
             source.load_into(connection, table_name(name), since=since.get(name))
-        known = _load_validated(connection, validated)
         _lock_down(connection)
+        known: str | None = None  # loaded when some record is mapped at all
         for entity, query in prepared.queries.items():
-            sql = query.sql.replace(VALIDATED_BEFORE, known)
+            sql = query.sql
             split: FingerprintSplit | None = None
             if fingerprints is not None and query.fingerprintable:
                 try:
@@ -251,6 +251,9 @@ def run_prepared(
                         "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
                     ) from None
                 sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
+            if known is None and (split is None or len(split.mapped)):
+                known = _load_validated(connection, validated)
+            sql = sql.replace(VALIDATED_BEFORE, known or VALIDATED_BEFORE)
             parameters: list[Any] = []
             if window is not None and entity == Entity.RESERVATION:
                 sql = (
@@ -261,7 +264,8 @@ def run_prepared(
             validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
             elsewhere = None
             try:
-                _validate_batches(connection, sql, parameters, validator)
+                if split is None or not split.nothing_to_map:
+                    _validate_batches(connection, sql, parameters, validator)
                 if window is not None and entity == Entity.RESERVATION:
                     elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:

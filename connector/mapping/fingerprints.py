@@ -25,9 +25,9 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
-from connector.mapping.compiler import EntityQuery, table_name
+from connector.mapping.compiler import ROW_HASH, EntityQuery, row_hash_sql, table_name
 from connector.mapping.model import Mapping
-from connector.records import RECORD_COLUMNS, DateWindow
+from connector.records import DateWindow
 from connector.sources.base import META_COLUMNS, ROW_COLUMN, SOURCE_COLUMN, quote_identifier
 
 STORED_COLUMNS: tuple[str, ...] = (
@@ -87,7 +87,6 @@ def mapping_fingerprint(
 
 
 def _row_hash(connection: duckdb.DuckDBPyConnection, table: str, alias: str) -> str:
-    """SQL of one row's hash over every loaded column (not where the row was)."""
     columns = [
         name
         for (name,) in connection.execute(
@@ -97,8 +96,7 @@ def _row_hash(connection: duckdb.DuckDBPyConnection, table: str, alias: str) -> 
         ).fetchall()
         if name not in META_COLUMNS
     ]
-    values = ", ".join(f"{alias}.{quote_identifier(name)}" for name in columns) or "NULL"
-    return f"hash({values})"
+    return row_hash_sql(alias, columns)
 
 
 def table_fingerprint(connection: duckdb.DuckDBPyConnection, input_name: str) -> str:
@@ -116,13 +114,19 @@ class FingerprintSplit:
     """What the stored fingerprints leave to map, and what they carry over."""
 
     mapping_fingerprint: str
-    unchanged: pd.DataFrame  # STORED_COLUMNS of records carried over
+    unchanged: pd.DataFrame  # RECORD_COLUMNS of the records carried over (no payload)
     mapped: pd.DataFrame  # source_account, record_id, fingerprint of the records to map
+    nothing_to_map: bool  # every row belongs to a carried record: the mapping query is skipped
 
     def rows_to_map(self, query: EntityQuery) -> str:
         """The SQL that replaces ``ROWS_TO_MAP`` in the entity query's row filter."""
         return ROWS_LEFT_OUT_SQL.format(alias=query.row_alias)
 
+
+_ARROW_TEXT = {
+    pa.string(): pd.ArrowDtype(pa.large_string()),
+    pa.large_string(): pd.ArrowDtype(pa.large_string()),
+}
 
 # The rows of carried-over records, left out of the mapping (a temporary table per entity).
 ROWS_LEFT_OUT = "fingerprint_rows_left_out"
@@ -146,20 +150,18 @@ def split_by_fingerprint(
     are never left out (they are quarantined every time).
     """
     fingerprint = mapping_fingerprint(connection, mapping, query)
-    table = table_name(query.input_name)
     connection.execute(f"CREATE OR REPLACE TEMP TABLE fingerprint_key_rows AS {query.key_rows_sql}")
     # A record's fingerprint: the sum of its rows' hashes (order-free, duplicates count) and
     # their number, hashed to one BIGINT (the top bit dropped so every backend can keep it).
     connection.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE fingerprint_records AS
-        SELECT k.account_id AS source_account, k.record_id,
-               CAST(hash(sum(CAST({_row_hash(connection, table, "t")} AS HUGEINT)), count(*))
-                    >> 1 AS BIGINT) AS fingerprint
-        FROM fingerprint_key_rows AS k
-        JOIN {quote_identifier(table)} AS t USING ({SOURCE_COLUMN}, {ROW_COLUMN})
-        WHERE k.account_id IS NOT NULL AND k.record_id IS NOT NULL
-        GROUP BY k.account_id, k.record_id
+        SELECT account_id AS source_account, record_id,
+               CAST(hash(sum(CAST({ROW_HASH} AS HUGEINT)), count(*)) >> 1 AS BIGINT)
+                   AS fingerprint
+        FROM fingerprint_key_rows
+        WHERE account_id IS NOT NULL AND record_id IS NOT NULL
+        GROUP BY account_id, record_id
         """
     )
     known = stored(query.entity, fingerprint)
@@ -193,7 +195,20 @@ def split_by_fingerprint(
           ON u.source_account = k.account_id AND u.record_id = k.record_id
         """
     )
-    unchanged = connection.sql("SELECT * FROM fingerprint_unchanged").df()
+    # The carried records, as the records frame has them: no payload, the acknowledged hash.
+    unchanged_table = connection.sql(
+        """
+        SELECT source_account AS account_id, record_id, NULL::VARCHAR AS payload, content_hash,
+               CAST(checkin AS TIMESTAMP_NS) AS checkin, CAST(checkout AS TIMESTAMP_NS) AS checkout,
+               '' AS source_rows
+        FROM fingerprint_unchanged
+        """
+    ).to_arrow_table()
+    # Text stays in Arrow memory, as the validator leaves the mapped records' text.
+    unchanged = unchanged_table.to_pandas(types_mapper=_ARROW_TEXT.get, date_as_object=False)
+    ((rows_left_out, rows_in_all),) = connection.execute(
+        f"SELECT (SELECT count(*) FROM {ROWS_LEFT_OUT}), (SELECT count(*) FROM fingerprint_key_rows)"
+    ).fetchall()
     mapped = connection.sql(
         "SELECT * FROM fingerprint_records ANTI JOIN fingerprint_unchanged "
         "USING (source_account, record_id)"
@@ -201,7 +216,7 @@ def split_by_fingerprint(
     connection.execute("DROP TABLE fingerprint_key_rows")
     connection.execute("DROP TABLE fingerprint_records")
     connection.execute("DROP TABLE fingerprint_unchanged")
-    return FingerprintSplit(fingerprint, unchanged, mapped)
+    return FingerprintSplit(fingerprint, unchanged, mapped, rows_left_out == rows_in_all)
 
 
 def mapped_fingerprints(mapped: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
@@ -219,24 +234,13 @@ def mapped_fingerprints(mapped: pd.DataFrame, records: pd.DataFrame) -> pd.DataF
 
 
 def carried_records(unchanged: pd.DataFrame, window: DateWindow | None) -> pd.DataFrame:
-    """RECORD_COLUMNS of the records carried over: no payload, the acknowledged content hash
-    and stay dates, the account as mapped (resolved later like every record's)."""
-    frame = unchanged
-    if window is not None and len(frame):
-        checkin = pd.to_datetime(frame["checkin"])
-        inside = checkin.isna() | (
-            (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
-        )
-        frame = frame.loc[inside]
-    records = pd.DataFrame(
-        {
-            "account_id": frame["source_account"].astype(object),
-            "record_id": frame["record_id"].astype(object),
-            "payload": pd.Series([None] * len(frame), dtype=object, index=frame.index),
-            "content_hash": frame["content_hash"].astype(object),
-            "checkin": pd.to_datetime(frame["checkin"]),
-            "checkout": pd.to_datetime(frame["checkout"]),
-            "source_rows": pd.Series([""] * len(frame), dtype=object, index=frame.index),
-        }
+    """RECORD_COLUMNS of the records carried over (those within ``window``): no payload, the
+    acknowledged content hash and stay dates, the account as mapped (resolved later like
+    every record's)."""
+    if window is None or not len(unchanged):
+        return unchanged
+    checkin = unchanged["checkin"]
+    inside = checkin.isna() | (
+        (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
     )
-    return records.loc[:, list(RECORD_COLUMNS)].reset_index(drop=True)
+    return unchanged.loc[inside].reset_index(drop=True)
