@@ -28,8 +28,10 @@ RAW_REQUESTS = int(os.environ.get("BENCH_RAW_REQUESTS", "5000"))
 # (map + diff + record, no HTTP) and the first run's time estimated as the seed's time plus the
 # requests at the push rate measured at the largest pushed size.
 FULL_PUSH_MAX = int(os.environ.get("BENCH_FULL_PUSH_MAX", "10000"))
+# Up to this size the floor's documents are compared with pms-sync's, byte for byte.
+FLOOR_CHECK_MAX = int(os.environ.get("BENCH_FLOOR_CHECK_MAX", "100000"))
 
-SCENARIOS = ("map", "diff", "first", "noop", "change", "push", "naive", "dlt")
+SCENARIOS = ("map", "diff", "first", "noop", "change", "floor", "push", "naive", "dlt")
 
 
 def run_stage(name: str, **arguments: Any) -> dict[str, Any]:
@@ -43,6 +45,20 @@ def run_stage(name: str, **arguments: Any) -> dict[str, Any]:
     )
     if completed.returncode != 0:
         raise RuntimeError(f"stage {name} failed:\n{completed.stderr[-4000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def run_floor(command: str, *arguments: str) -> dict[str, Any]:
+    """One run of bench/floor.py in a fresh process (its peak memory is its own)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.floor", command, *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"floor {command} failed:\n{completed.stderr[-4000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
@@ -159,26 +175,112 @@ class SizeRun:
     def scenario_change(self) -> dict[str, Any]:
         return self._sync_from_full(self.dataset.changed_mapping)
 
+    def scenario_floor(self) -> dict[str, Any]:
+        """pms-sync against the DuckDB-only floor (bench/floor.py), interleaved pair by pair.
+
+        first: pms-sync's extract + map + validate against the floor's full variant; noop: a
+        whole pms-sync run with nothing changed (0 requests) against the floor's fingerprint
+        variant; change: pms-sync's map + diff of the 1 %-changed export (no push) against the
+        fingerprint variant on the same export. The order alternates in each pair.
+        """
+        self._ensure_full()
+        base, changed = self.dataset.base / "data", self.dataset.changed / "data"
+        state = self._fresh("floor.duckdb")
+        run_floor("prepare", str(base), str(state))
+        check = (
+            run_floor("check", str(base), str(self.dataset.mapping))
+            if (self.dataset.size <= FLOOR_CHECK_MAX)
+            else None
+        )
+
+        def pms_noop() -> dict[str, Any]:
+            snapshot = self._fresh("floor-run.duckdb", self.full_snapshot)
+            return run_stage(
+                "sync",
+                mapping=str(self.dataset.mapping),
+                snapshot=str(snapshot),
+                base_url=self.sandbox.base_url,
+            )
+
+        def pms_change() -> dict[str, Any]:
+            snapshot = self._fresh("floor-run.duckdb", self.full_snapshot)
+            return run_stage(
+                "diff", mapping=str(self.dataset.changed_mapping), snapshot=str(snapshot)
+            )
+
+        pairs: dict[str, tuple[Callable[[], dict[str, Any]], Callable[[], dict[str, Any]]]] = {
+            "first": (
+                lambda: run_stage("map", mapping=str(self.dataset.mapping)),
+                lambda: run_floor("full", str(base), str(state)),
+            ),
+            "noop": (pms_noop, lambda: run_floor("fingerprint", str(base), str(state))),
+            "change": (pms_change, lambda: run_floor("fingerprint", str(changed), str(state))),
+        }
+        result: dict[str, Any] = {"check": check}
+        for name, (ours, floor) in pairs.items():
+            runs: dict[str, list[dict[str, Any]]] = {"pms_sync": [], "floor": []}
+            for index in range(self.runs):
+                order = [("pms_sync", ours), ("floor", floor)]
+                for side, stage in order if index % 2 == 0 else reversed(order):
+                    runs[side].append({**stage(), "load": os.getloadavg()[0]})
+            ours_summary, floor_summary = summarise(runs["pms_sync"]), summarise(runs["floor"])
+            result[name] = {
+                "pms_sync": ours_summary,
+                "floor": floor_summary,
+                "time_ratio": ours_summary["seconds"] / floor_summary["seconds"],
+                "memory_ratio": ours_summary["peak_rss_mb"] / floor_summary["peak_rss_mb"],
+            }
+        return result
+
     def scenario_push(self) -> dict[str, Any]:
-        """pms-sync's push rate (from the first runs) against the raw aiohttp generator's."""
+        """pms-sync's push against the raw aiohttp generator, interleaved pair by pair.
+
+        Both post the same envelopes (every record of the export, built by pms-sync's own
+        ``_envelope``) to a freshly reset sandbox at concurrency 16: pms-sync's whole first run
+        (its push rate: requests ÷ push time, acknowledgements recorded), the raw generator
+        posting and reading the answers only. The order alternates in each pair.
+        """
         self._ensure_full()
         if self.dataset.size > FULL_PUSH_MAX:
             return {}
 
-        def once() -> dict[str, Any]:
+        def ours() -> dict[str, Any]:
             self.sandbox.reset()
-            return run_stage(
+            snapshot = self._fresh("push.duckdb")
+            result = run_stage(
+                "sync",
+                mapping=str(self.dataset.mapping),
+                snapshot=str(snapshot),
+                base_url=self.sandbox.base_url,
+            )
+            return {**result, "rate": result["requests"] / result["push_seconds"]}
+
+        def raw() -> dict[str, Any]:
+            self.sandbox.reset()
+            result = run_stage(
                 "raw", mapping=str(self.dataset.mapping), base_url=self.sandbox.base_url
             )
+            return {**result, "rate": result["requests"] / result["seconds"]}
 
-        raw = self.repeat(once)
-        raw["rate"] = raw["requests"] / raw["seconds"]
-        first = self.results["first"]
+        pairs = []
+        for index in range(self.runs):
+            if index % 2 == 0:
+                first_ours = ours()
+                pairs.append((first_ours, raw()))
+            else:
+                first_raw = raw()
+                pairs.append((ours(), first_raw))
+        ratios = [mine["rate"] / theirs["rate"] for mine, theirs in pairs]
+        ours_summary = summarise([mine for mine, _ in pairs])
+        raw_summary = summarise([theirs for _, theirs in pairs])
         return {
-            "pms_sync_rate": first["push_rate"],
-            "raw_rate": raw["rate"],
-            "ratio": first["push_rate"] / raw["rate"],
-            "raw": raw,
+            "pms_sync_rate": ours_summary["rate"],
+            "raw_rate": raw_summary["rate"],
+            "ratio": statistics.median(ratios),
+            "ratios": ratios,
+            "requests": [(mine["requests"], theirs["requests"]) for mine, theirs in pairs],
+            "pms_sync": ours_summary,
+            "raw": raw_summary,
         }
 
     def _limit(self) -> int | None:

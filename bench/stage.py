@@ -69,13 +69,13 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
     """
     from datetime import UTC, datetime
 
-    from connector.pipeline import load_batches
+    from connector.pipeline import keep_fingerprints, load_batches
     from connector.plan import build_plan
     from connector.push import _changes_of
     from connector.snapshot import Snapshot
 
     started = time.perf_counter()
-    batches, policy = load_batches(mapping)
+    batches, policy = load_batches(mapping, snapshot_path=snapshot)
     with Snapshot.open(snapshot) as store:
         plan = build_plan(store, batches, policy=policy)
         now = datetime.now(UTC).replace(tzinfo=None)
@@ -86,6 +86,7 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
                 for change in _changes_of(plan.changes)
             ]
         )
+        keep_fingerprints(store, batches, plan.connection)
     return {"seconds": time.perf_counter() - started, "records": len(plan.changes)}
 
 

@@ -30,8 +30,8 @@ from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
 from connector.drift import RESEND_REASONS
-from connector.errors import ConfigError
-from connector.plan import ACTIONS, Force, Plan, ReconcilePolicy, build_plan
+from connector.errors import ConfigError, SnapshotError
+from connector.plan import ACTIONS, Action, Force, Plan, ReconcilePolicy, build_plan
 from connector.plan_diff import FieldChange, field_changes
 from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
 from connector.reconciliation import finish_passes, open_passes
@@ -51,6 +51,7 @@ from connector.snapshot import (
     RunRecord,
     Snapshot,
     SnapshotStore,
+    fingerprint_reader_of,
     validated_payloads,
 )
 from connector.urgency import URGENCY_CLASSES
@@ -264,13 +265,16 @@ def load_batches(
     window: DateWindow | None = None,
     snapshot_path: str | Path | None = None,
     input_paths: Mapping[str, str | Path] | None = None,
+    remap: bool = False,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
     With ``snapshot_path``, payloads the service acknowledged and the current contract already
     validated are not validated again (``connector.snapshot.validated_payloads``).
     ``input_paths`` reads a file input from another file for this run (input name → path,
-    e.g. the export that landed in a drop folder).
+    e.g. the export that landed in a drop folder). With ``snapshot_path`` too, records whose
+    source rows are unchanged since the service acknowledged them are carried over without
+    mapping (``connector.mapping.fingerprints``); ``remap`` maps every record regardless.
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
@@ -286,11 +290,21 @@ def load_batches(
         mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
     check_mapping_exports(mapping)  # an export still being written is never read
     validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
-    batches = map_records(mapping, entities=entities, window=window, validated=validated)
+    policy = ReconcilePolicy.from_mapping(mapping)
+    # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
+    # its fingerprint renewed.
+    with fingerprint_reader_of(None if remap else snapshot_path, policy.connection) as stored:
+        batches = map_records(
+            mapping,
+            entities=entities,
+            window=window,
+            validated=validated,
+            fingerprints=stored if snapshot_path is not None else None,
+        )
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
         batch.account_is_external_id = mapping.account_is_external_id(entity)
-    return dict(batches), ReconcilePolicy.from_mapping(mapping)
+    return dict(batches), policy
 
 
 @contextmanager
@@ -304,11 +318,17 @@ def planned(
     today: date | None = None,
     release_units_with_stays: bool = False,
     reconcile: bool = False,
+    remap: bool = False,
 ) -> Iterator[tuple[Plan, SnapshotStore]]:
     """Map and diff without sending anything; the snapshot stays open (read-only) for what
-    follows. ``reconcile``: show the reconciliation pass a sync would continue or start."""
+    follows. ``reconcile``: show the reconciliation pass a sync would continue or start;
+    ``remap``: map every record, whatever its source fingerprint."""
     batches, policy = load_batches(
-        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+        mapping_path,
+        entities=entities,
+        window=window,
+        snapshot_path=settings.snapshot_path,
+        remap=remap or (force is not None and force.active),
     )
     # Read-only: a plan writes nothing, and creates no snapshot file where there is none.
     with Snapshot.open(
@@ -334,6 +354,7 @@ def planned(
             release_units_with_stays=release_units_with_stays,
             resend=_resend_options(settings, passes),
         )
+        refuse_unmapped_changes(plan)
         yield plan, snapshot
 
 
@@ -347,6 +368,7 @@ def plan_sync(
     today: date | None = None,
     release_units_with_stays: bool = False,
     reconcile: bool = False,
+    remap: bool = False,
 ) -> Plan:
     """Map and diff without sending anything."""
     with planned(
@@ -358,6 +380,7 @@ def plan_sync(
         today=today,
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
+        remap=remap,
     ) as (plan, _snapshot):
         return plan
 
@@ -375,11 +398,17 @@ def run_sync(
     allow_mass_change: bool = False,
     release_units_with_stays: bool = False,
     reconcile: bool = False,
+    remap: bool = False,
 ) -> SyncReport:
-    """Map, plan, push and record one run of a mapping file."""
+    """Map, plan, push and record one run of a mapping file (``remap``: map every record,
+    whatever its source fingerprint)."""
     started = _now()
     batches, policy = load_batches(
-        mapping_path, entities=entities, window=window, snapshot_path=settings.snapshot_path
+        mapping_path,
+        entities=entities,
+        window=window,
+        snapshot_path=settings.snapshot_path,
+        remap=remap or (force is not None and force.active),
     )
     from connector.mapping import load_mapping
 
@@ -466,6 +495,7 @@ def sync_batches(
             resend=_resend_options(settings, passes),
             by_checkin=by_checkin,
         )
+        refuse_unmapped_changes(plan)
         verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
         properties = discovery.report.properties
         if discovery.directory is not None:
@@ -507,6 +537,7 @@ def sync_batches(
         discovery.save(snapshot)
         if not dry_run:
             _adopt_exported(snapshot, batches, plan.connection)
+            keep_fingerprints(snapshot, batches, plan.connection)
             if passes:
                 finish_passes(snapshot, passes, plan, result, _now())
         open_drift = snapshot.open_drift()
@@ -567,6 +598,42 @@ def drift_open_within(rows: pd.DataFrame | None, window: DateWindow) -> dict[tup
     checkin = pd.to_datetime(rows["checkin"])
     inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
     return _drift_open(rows.loc[inside])
+
+
+def refuse_unmapped_changes(plan: Plan) -> None:
+    """Stop before sending a record carried over by its source fingerprint (no payload).
+
+    Such a record is only carried over while the service holds exactly what it maps to, so
+    the diff finds it unchanged. Should anything else have been decided for one (the
+    snapshot changed under the run, an external id now names another account), nothing
+    is sent: the next run, or ``--remap``, maps it.
+    """
+    changes = plan.changes
+    if not len(changes):
+        return
+    sending = changes["action"].isin([str(Action.CREATE), str(Action.UPDATE)])
+    unmapped = changes.loc[sending & changes["payload"].isna()]
+    if len(unmapped):
+        sample = ", ".join(
+            f"{row.account_id}/{row.record_id}" for row in unmapped.head(5).itertuples()
+        )
+        raise SnapshotError(
+            f"{len(unmapped)} record(s) carried over by source fingerprint would be sent without "
+            f"having been mapped ({sample}); the snapshot changed during the run. Run again, "
+            "or with --remap to map every record."
+        )
+
+
+def keep_fingerprints(
+    snapshot: SnapshotStore, batches: Mapping[Entity, MappedRecords], connection: str | None
+) -> None:
+    """After the push: keep the source fingerprints of the records the service now holds as
+    mapped, so the next run carries them over unmapped (connector.mapping.fingerprints)."""
+    for entity, batch in batches.items():
+        if batch.fingerprints is not None and batch.mapping_fingerprint is not None:
+            snapshot.record_fingerprints(
+                connection, entity, batch.mapping_fingerprint, batch.fingerprints
+            )
 
 
 def _adopt_exported(

@@ -165,6 +165,9 @@ class Plan:
     # How the re-sends of unchanged records were chosen (the rows are among ``changes``, as
     # updates with reason drifted, refresh or reconcile; ``counts`` does not include them).
     resend: ResendSummary = field(default_factory=ResendSummary)
+    # Records per entity carried over unmapped by their unchanged source fingerprint
+    # (connector.mapping.fingerprints): among the skips, never among the changes.
+    carried: dict[str, int] = field(default_factory=dict)
 
     @property
     def resends(self) -> dict[str, int]:
@@ -275,6 +278,7 @@ class Plan:
             "requests": self.request_count,
             "resend": self.resends,
             "resend_policy": self.resend.to_json_dict(),
+            "carried": self.carried,
             "by_entity": per_entity,
             "by_urgency": self.by_urgency,
             "accounts": self.accounts,
@@ -353,7 +357,7 @@ def build_plan(
     present_accounts: set[str] = set()
     present_ids: set[str] = set()
     for batch in batches.values():
-        present_accounts.update(batch.records["account_id"].astype(str))
+        present_accounts.update(batch.records["account_id"].astype(str).unique())
         if force.only_ids is not None:
             present_ids.update(batch.records["record_id"].astype(str))
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
@@ -434,6 +438,7 @@ def build_plan(
         quarantine=quarantine_counts(batches),
         quarantine_sample=quarantine_sample(batches),
         resend=resent,
+        carried={str(entity): batch.carried for entity, batch in batches.items()},
         tally_by_checkin=(
             pd.concat(by_day, ignore_index=True).loc[:, list(TALLY_BY_CHECKIN_COLUMNS)]
             if by_day

@@ -111,6 +111,7 @@ def plan_to_file(
     today: date | None = None,
     release_units_with_stays: bool = False,
     reconcile: bool = False,
+    remap: bool = False,
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
     """Map, diff and write the plan file; sends nothing, writes nothing else."""
     from connector.mapping import load_mapping
@@ -126,6 +127,7 @@ def plan_to_file(
         today=today,
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
+        remap=remap,
     ) as (plan, snapshot):
         verdict = evaluate(plan, snapshot, rules)
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)

@@ -81,6 +81,20 @@ class MappedRecords:
     # external id under ``account_id``): quarantined, and kept apart from ``quarantine``
     # because they belong to no account a run could reconcile, guard or count.
     unresolved: pd.DataFrame = field(default_factory=empty_quarantine)
+    # Source fingerprints (connector.mapping.fingerprints). ``carried``: records among
+    # ``records`` whose source rows are unchanged since the service acknowledged what they
+    # map to; they were not mapped again and have no payload (None): every later stage
+    # treats them as unchanged. ``fingerprints``: the records this run mapped, with their
+    # fingerprints, kept in the snapshot once sent; None when the entity is not fingerprinted
+    # (docs/decisions.md says when).
+    carried: int = 0
+    fingerprints: pd.DataFrame | None = None
+    mapping_fingerprint: str | None = None
+
+    @property
+    def mapped(self) -> int:
+        """Records this run mapped and validated (not carried over by fingerprint)."""
+        return len(self.records) - self.carried
 
     @property
     def accounts(self) -> list[str]:

@@ -60,12 +60,14 @@ def records_within(batch: MappedRecords, window: DateWindow) -> MappedRecords:
         days = quarantine["checkin"].fillna("").astype(str)
         keep = [_row_in(day, window) for day in days]
         quarantine = quarantine.loc[keep]
+    records = batch.records.loc[inside.to_numpy()].reset_index(drop=True)
     return MappedRecords(
         entity=batch.entity,
-        records=batch.records.loc[inside.to_numpy()].reset_index(drop=True),
+        records=records,
         quarantine=quarantine.reset_index(drop=True),
         known_valid=0,  # counted for the whole batch only
         present_elsewhere=batch.present_elsewhere,
+        carried=int(records["payload"].isna().sum()),  # carried over by fingerprint
     )
 
 

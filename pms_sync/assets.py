@@ -236,6 +236,8 @@ def _mapped_reservations(
                 "run_window": dg.MetadataValue.text(f"{window.start} .. {window.end}"),
                 "run_records": dg.MetadataValue.int(len(batch.records.records)),
                 "run_validated_before": dg.MetadataValue.int(batch.records.known_valid),
+                "run_carried": dg.MetadataValue.int(batch.records.carried),
+                "run_mapped": dg.MetadataValue.int(batch.records.mapped),
             },
         )
 

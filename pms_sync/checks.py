@@ -135,7 +135,10 @@ def _quarantine_result(
 
 
 def unit_references(reservations: pd.DataFrame) -> pd.DataFrame:
-    """(account_id, record_id, unit_id) for every unit a reservation's payload references."""
+    """(account_id, record_id, unit_id) for every unit a reservation's payload references.
+
+    Reservations carried over by fingerprint (no payload) were checked when they were mapped."""
+    reservations = reservations.loc[reservations["payload"].notna()]
     rows = [
         (account, record, str(unit.get("unitId")))
         for account, record, payload in zip(

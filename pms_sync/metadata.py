@@ -93,6 +93,10 @@ def mapped_metadata(batch: MappedRecords) -> dict[str, Any]:
         # Payloads identical to ones the service acknowledged under this contract: not
         # validated again (connector.snapshot.validated_payloads).
         "validated_before": dg.MetadataValue.int(batch.known_valid),
+        # Records whose source rows are unchanged since the service acknowledged them: carried
+        # over without mapping (connector.mapping.fingerprints); ``mapped`` are the others.
+        "carried": dg.MetadataValue.int(batch.carried),
+        "mapped": dg.MetadataValue.int(batch.mapped),
         "accounts": dg.MetadataValue.int(len(per_account)),
         "records_per_account": dg.MetadataValue.md(
             markdown_table(("account", "records"), per_account.head(SAMPLE_ROWS).items())

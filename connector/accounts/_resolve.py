@@ -61,6 +61,11 @@ def resolve_batch(
         ],
         ignore_index=True,
     )
+    fingerprints = batch.fingerprints
+    if fingerprints is not None and len(fingerprints):
+        # Kept for the records of known accounts only, under the account id they are sent to.
+        fingerprints = fingerprints.loc[fingerprints["source_account"].isin(list(accounts))].copy()
+        fingerprints["account_id"] = fingerprints["source_account"].map(accounts)
     elsewhere = batch.present_elsewhere
     if len(elsewhere):
         ids = elsewhere["account_id"].fillna("").astype(str)
@@ -73,6 +78,8 @@ def resolve_batch(
         records=resolved.reset_index(drop=True),
         quarantine=kept.reset_index(drop=True),
         present_elsewhere=elsewhere.reset_index(drop=True),
+        fingerprints=fingerprints,
+        carried=int(resolved["payload"].isna().sum()),
         account_is_external_id=False,
         unresolved=unresolved if len(unresolved) else empty_quarantine(),
     )

@@ -82,6 +82,12 @@ _wait_option = click.option(
 _full_resync_option = click.option(
     "--full-resync", is_flag=True, help="Re-send every record of the export, changed or not."
 )
+_remap_option = click.option(
+    "--remap",
+    is_flag=True,
+    help="Map every record of the export, even those whose source rows are unchanged since "
+    "the last sync (source fingerprints are ignored, then renewed).",
+)
 _allow_mass_change_option = click.option(
     "--allow-mass-change",
     is_flag=True,
@@ -133,6 +139,7 @@ _release_units_option = click.option(
 @_refresh_option
 @_refresh_max_option
 @_reconcile_option
+@_remap_option
 @click.option(
     "--base-url",
     metavar="URL",
@@ -156,6 +163,7 @@ def plan_command(
     refresh: str | None,
     refresh_max: int | None,
     reconcile: bool,
+    remap: bool,
     base_url: str | None,
     snapshot: str | None,
     wait: float,
@@ -187,6 +195,7 @@ def plan_command(
                 force=force,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
         else:
             plan, verdict, plan_document = plan_to_file(
@@ -196,6 +205,7 @@ def plan_command(
                 force=force,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
@@ -260,6 +270,7 @@ def plan_command(
 @_refresh_option
 @_refresh_max_option
 @_reconcile_option
+@_remap_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -283,6 +294,7 @@ def sync_command(
     refresh: str | None,
     refresh_max: int | None,
     reconcile: bool,
+    remap: bool,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -313,6 +325,7 @@ def sync_command(
                 allow_mass_change=allow_mass_change,
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
+                remap=remap,
             )
     _finish(report, settings, as_json)
 

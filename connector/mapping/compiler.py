@@ -258,7 +258,7 @@ class ScopeCompiler:
             ]
             sql = f"coalesce({', '.join(items)})" if items else "NULL"
         elif source == "sql":
-            self.compiler.user_sql.append(
+            self.compiler.add_user_sql(
                 UserSql(expression.sql, (*member, "sql"), self.scope.from_sql)  # type: ignore[arg-type]
             )
             sql = f"CAST(({expression.sql}) AS VARCHAR)"
@@ -435,6 +435,8 @@ class ScopeCompiler:
                 pieces.append(lit(literal_text))
             if not name:
                 continue
+            if name in POSITIONAL_PLACEHOLDERS:
+                self.compiler.reads_other_rows()
             if name == "@occurrence":
                 occurrence = True
                 pieces.append("{occurrence}")
@@ -736,7 +738,7 @@ class ScopeCompiler:
 
     def condition(self, condition: Condition, member: MemberPath) -> str:
         if condition.sql is not None:
-            self.compiler.user_sql.append(
+            self.compiler.add_user_sql(
                 UserSql(condition.sql, (*member, "sql"), self.scope.from_sql)
             )
             return f"coalesce(CAST(({condition.sql}) AS BOOLEAN), false)"
@@ -781,6 +783,17 @@ class EntityQuery:
     # without building any document: what a run limited to a window needs to know of the
     # records outside it.
     keys_sql: str = ""
+    # The rows of the entity's own input that make each record (_src, _row, account_id,
+    # record_id), without any document: what source fingerprints are computed over.
+    key_rows_sql: str = ""
+    # Inputs read besides the entity's own rows (joins, lists from other inputs): their whole
+    # content shapes every record, so it is part of the mapping's fingerprint.
+    joined_inputs: list[str] = field(default_factory=list)
+    # False when a record's document depends on rows other than its own or on their position
+    # (an @occurrence or @row_number outside the key, a window function in sql:): such an
+    # entity is always mapped whole (connector.mapping.fingerprints).
+    fingerprintable: bool = True
+    row_alias: str = ""  # the SQL alias of the entity's own input in the row filter
 
 
 class Compiler:
@@ -794,6 +807,19 @@ class Compiler:
         self._index = 0
         self._ctes: list[str] = []
         self._volatile: list[str] = []
+        self._joined_inputs: list[str] = []
+        self._in_key = False  # compiling the account or id member: position is harmless there
+        self._fingerprintable = True
+
+    def reads_other_rows(self) -> None:
+        """The member being compiled depends on other rows or on row positions."""
+        if not self._in_key:
+            self._fingerprintable = False
+
+    def add_user_sql(self, item: UserSql) -> None:
+        self.user_sql.append(item)
+        if _READS_OTHER_ROWS.search(item.sql):
+            self.reads_other_rows()
 
     def check_columns(self) -> None:
         """Raise every unknown column the compiled entities referred to, each with its line."""
@@ -845,6 +871,7 @@ class Compiler:
         scope = Scope(input_name, alias, self.columns_of(input_name, (*member, "input")))
         clauses = []
         for index, join in enumerate(joins):
+            self._joined_inputs.append(join.input)
             join_member = (*member, "joins", index)
             columns = self.columns_of(join.input, (*join_member, "input"))
             sql_alias = f"j{self.next_index()}"
@@ -896,6 +923,7 @@ class Compiler:
     ) -> str:
         """A list from rows of another input joined by key: aggregated in its own CTE."""
         assert block.input is not None and block.on is not None
+        self._joined_inputs.append(block.input)
         scope, _ = self._scope(block.input, [], member)
         child = ScopeCompiler(self, scope, member)
         keys = []
@@ -960,14 +988,18 @@ class Compiler:
         user_sql_before = len(self.user_sql)
         self._ctes = []
         self._volatile = []
+        self._joined_inputs = []
+        self._fingerprintable = True
         scope, join_clauses = self._scope(spec.input, spec.joins, member)
         compiler = ScopeCompiler(self, scope, member)
+        fields = spec.fields
+        fields_member = (*member, "fields")
+        self._in_key = True
         account = compiler.leaf(
             self.mapping.account_for(entity), None, self._account_member(entity), "accountId"
         )
-        fields = spec.fields
-        fields_member = (*member, "fields")
         record_id = compiler.leaf(fields.id, None, (*fields_member, "id"), "id")
+        self._in_key = False
         unit_value = {"checkin": "NULL", "checkout": "NULL", "id": "NULL"}
         if entity == Entity.ACCOMMODATION:
             # The engine's default status: a unit present in the export is active.
@@ -1011,7 +1043,13 @@ class Compiler:
         ):
             where = f"({where}) AND ({compiler.where(fields.unitReservations.filter, (*units_member, 'filter'))})"
         stage1 = ", ".join(
-            [f"{scope.alias}.{SOURCE_COLUMN}", f"{scope.alias}.{ROW_COLUMN}", *compiler.raw_columns]
+            [
+                f"{scope.alias}.{SOURCE_COLUMN}",
+                f"{scope.alias}.{ROW_COLUMN}",
+                # Only the source fingerprints read it; every other query leaves it uncomputed.
+                f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
+                *compiler.raw_columns,
+            ]
         )
         values = ", ".join(["raw.*", *compiler.value_columns])
         volatile = sorted(set(self._volatile))
@@ -1039,10 +1077,10 @@ class Compiler:
         ctes.append(
             f"raw AS NOT MATERIALIZED (SELECT {stage1} FROM {quote_identifier(table_name(spec.input))} AS "
             f"{scope.alias} {' '.join(join_clauses)} {' '.join(compiler.child_joins)} "
-            f"WHERE {where})"
+            f"WHERE {where} AND {ROWS_TO_MAP})"
         )
         row_columns = (
-            f"{SOURCE_COLUMN}, {ROW_COLUMN}, "
+            f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, "
             f"CAST({account.sql} AS VARCHAR) AS account_id, "
             f"CAST({record_id.sql} AS VARCHAR) AS record_id, {compiler.errors()} AS errs, "
             f"{', '.join(texts)}, "
@@ -1072,6 +1110,10 @@ class Compiler:
                     "WITH " + ",\n".join(ctes) + "\nSELECT account_id, record_id, "
                     "min(TRY_CAST(unit_checkin AS DATE)) AS checkin FROM rows GROUP BY ALL"
                 )
+                key_rows_sql = (
+                    "WITH " + ",\n".join(ctes) + f"\nSELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
+                    f"{ROW_HASH}, account_id, record_id FROM rows"
+                )
                 ctes.append(
                     f"multi_rows AS MATERIALIZED (SELECT {SOURCE_COLUMN}, {ROW_COLUMN} FROM rows "
                     "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
@@ -1097,6 +1139,10 @@ class Compiler:
             self.user_sql[user_sql_before:],
             hash_in_python=hash_in_python,
             keys_sql=keys_sql,
+            key_rows_sql=key_rows_sql,
+            joined_inputs=sorted(set(self._joined_inputs)),
+            fingerprintable=self._fingerprintable,
+            row_alias=scope.alias,
         )
 
     def _account_member(self, entity: Entity) -> MemberPath:
@@ -1106,6 +1152,31 @@ class Compiler:
 
 
 UNITS = "unitReservations"
+
+POSITIONAL_PLACEHOLDERS = frozenset({"@occurrence", "@row_number", "@file"})
+"""Template placeholders whose value depends on where a row is, not on what it holds."""
+
+# User SQL that may read other rows (a window function) or change without the data (clocks,
+# randomness): the entity's records cannot be told unchanged from their own rows alone.
+_READS_OTHER_ROWS = re.compile(
+    r"\bover\b|\b(now|today|random|uuid|gen_random_uuid|nextval|setseed)\s*\(|"
+    r"\bcurrent_(date|time|timestamp|localtime|localtimestamp)\b",
+    re.IGNORECASE,
+)
+
+ROW_HASH = "_row_hash"
+"""Column of an entity's raw stage: the hash of the source row's loaded text."""
+
+
+def row_hash_sql(alias: str, columns: list[str]) -> str:
+    """SQL of one source row's hash over every loaded column, not where the row was."""
+    values = ", ".join(f"{alias}.{quote_identifier(name)}" for name in columns) or "NULL"
+    return f"hash({values})"
+
+
+ROWS_TO_MAP = "(/* rows to map */ true)"
+"""Placeholder in an entity's row filter: the engine replaces it to leave out the rows of
+records whose source fingerprint is unchanged (connector.mapping.fingerprints)."""
 
 
 def _split_volatile(entity: Entity, volatile: list[str]) -> tuple[list[str], list[str]]:

@@ -23,11 +23,19 @@ from connector.errors import MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
 from connector.mapping.compiler import (
+    ROWS_TO_MAP,
     VALIDATED_BEFORE,
     Compiler,
     EntityQuery,
     lookup_text,
     table_name,
+)
+from connector.mapping.fingerprints import (
+    FingerprintReader,
+    FingerprintSplit,
+    carried_records,
+    mapped_fingerprints,
+    split_by_fingerprint,
 )
 from connector.mapping.model import Mapping
 from connector.mapping.validation import RecordValidator
@@ -183,6 +191,7 @@ def map_records(
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
     validated: pa.Table | None = None,
+    fingerprints: FingerprintReader | None = None,
 ) -> dict[Entity, MappedRecords]:
     """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
 
@@ -191,10 +200,14 @@ def map_records(
     input name, the last cursor value already synced: only newer rows are read. ``validated``
     holds the MD5s (column ``payload_md5``) of canonical payloads already known valid under
     the current contract (``connector.snapshot.validated_payloads``): records with one of
-    them are not validated again.
+    them are not validated again. ``fingerprints`` reads the source fingerprints of earlier
+    runs: records whose rows are unchanged are carried over unmapped
+    (``connector.mapping.fingerprints``).
     """
     prepared = prepare(mapping, entities)
-    return run_prepared(prepared, window=window, since=since, validated=validated)
+    return run_prepared(
+        prepared, window=window, since=since, validated=validated, fingerprints=fingerprints
+    )
 
 
 def run_prepared(
@@ -203,6 +216,7 @@ def run_prepared(
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
     validated: pa.Table | None = None,
+    fingerprints: FingerprintReader | None = None,
 ) -> dict[Entity, MappedRecords]:
     since = dict(since or {})
     unknown = set(since) - set(prepared.sources)
@@ -220,10 +234,26 @@ def run_prepared(
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():
             source.load_into(connection, table_name(name), since=since.get(name))
-        known = _load_validated(connection, validated)
         _lock_down(connection)
+        known: str | None = None  # loaded when some record is mapped at all
         for entity, query in prepared.queries.items():
-            sql = query.sql.replace(VALIDATED_BEFORE, known)
+            sql = query.sql
+            split: FingerprintSplit | None = None
+            if fingerprints is not None and query.fingerprintable:
+                try:
+                    split = split_by_fingerprint(connection, prepared.mapping, query, fingerprints)
+                except duckdb.Error as error:
+                    raise _sql_error(
+                        connection,
+                        prepared.mapping,
+                        query,
+                        error,
+                        "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
+                    ) from None
+                sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
+            if known is None and (split is None or len(split.mapped)):
+                known = _load_validated(connection, validated)
+            sql = sql.replace(VALIDATED_BEFORE, known or VALIDATED_BEFORE)
             parameters: list[Any] = []
             if window is not None and entity == Entity.RESERVATION:
                 sql = (
@@ -234,7 +264,8 @@ def run_prepared(
             validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
             elsewhere = None
             try:
-                _validate_batches(connection, sql, parameters, validator)
+                if split is None or not split.nothing_to_map:
+                    _validate_batches(connection, sql, parameters, validator)
                 if window is not None and entity == Entity.RESERVATION:
                     elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:
@@ -249,6 +280,13 @@ def run_prepared(
             result = validator.result()
             if elsewhere is not None:
                 result.present_elsewhere = elsewhere
+            if split is not None:
+                result.fingerprints = mapped_fingerprints(split.mapped, result.records)
+                result.mapping_fingerprint = split.mapping_fingerprint
+                carried = carried_records(split.unchanged, window)
+                result.carried = len(carried)
+                if len(carried):
+                    result.records = pd.concat([result.records, carried], ignore_index=True)
             results[entity] = result
     return results
 

@@ -23,6 +23,7 @@ from connector.snapshot._accounts import (
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._duckdb import validated_payloads as _file_validated_payloads
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
+from connector.snapshot._fingerprints import fingerprint_reader_of
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._location import (
     SnapshotLocation,
@@ -134,6 +135,7 @@ __all__ = [
     "SnapshotLocation",
     "SnapshotStore",
     "UnitStaysRequest",
+    "fingerprint_reader_of",
     "is_database_url",
     "migrate",
     "shown_location",

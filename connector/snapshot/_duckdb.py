@@ -27,7 +27,7 @@ from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationSta
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, empty_records
-from connector.snapshot import _resend
+from connector.snapshot import _fingerprints, _resend
 from connector.snapshot._accounts import AccountTables
 from connector.snapshot._events import EventTables
 from connector.snapshot._links import LinkTables
@@ -67,8 +67,17 @@ WITH incoming AS (
     FROM incoming_frame
     WHERE $only_ids_all OR list_contains($only_ids, record_id)
 ),
+-- Payloads stay out of the join of what is incoming with what is known: only the records
+-- missing from the export need theirs (to be cancelled or deactivated).
 known AS (
-    SELECT * FROM acknowledged WHERE entity = $entity
+    SELECT account_id, record_id, content_hash, checkin, checkout, status, connection
+    FROM acknowledged WHERE entity = $entity
+),
+missing AS (
+    SELECT a.account_id, a.record_id, a.content_hash, a.checkin, a.checkout, a.status,
+           a.connection, a.payload
+    FROM acknowledged AS a ANTI JOIN incoming AS i USING (account_id, record_id)
+    WHERE a.entity = $entity
 ),
 refused AS (
     SELECT account_id, record_id, content_hash FROM dead_letters WHERE entity = $entity
@@ -77,26 +86,26 @@ elsewhere AS (
     SELECT account_id, record_id, bool_or(quarantined) AS quarantined
     FROM elsewhere_frame GROUP BY account_id, record_id
 ),
+sides AS (
+    SELECT true AS present, i.account_id, i.record_id,
+           i.payload AS new_payload, i.content_hash AS new_hash,
+           coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
+           k.record_id IS NOT NULL AS known, k.content_hash AS old_hash,
+           NULL::VARCHAR AS old_payload, k.status AS old_status, k.connection AS owner
+    FROM incoming AS i LEFT JOIN known AS k USING (account_id, record_id)
+    UNION ALL
+    SELECT false, account_id, record_id, NULL, NULL, checkin, checkout, true, content_hash,
+           payload, status, connection
+    FROM missing
+),
 joined AS (
-    SELECT
-        i.record_id IS NOT NULL AS present,
-        coalesce(i.account_id, k.account_id) AS account_id,
-        coalesce(i.record_id, k.record_id) AS record_id,
-        i.payload AS new_payload, i.content_hash AS new_hash,
-        coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
-        k.record_id IS NOT NULL AS known, k.content_hash AS old_hash, k.payload AS old_payload,
-        k.status AS old_status, k.connection AS owner,
+    SELECT s.*,
         r.content_hash AS refused_hash,
         e.record_id IS NOT NULL AS in_export, coalesce(e.quarantined, false) AS quarantined,
         $full_resync OR NOT $only_ids_all AS forced
-    FROM incoming AS i
-    FULL OUTER JOIN known AS k USING (account_id, record_id)
-    LEFT JOIN refused AS r
-        ON r.account_id = coalesce(i.account_id, k.account_id)
-       AND r.record_id = coalesce(i.record_id, k.record_id)
-    LEFT JOIN elsewhere AS e
-        ON e.account_id = coalesce(i.account_id, k.account_id)
-       AND e.record_id = coalesce(i.record_id, k.record_id)
+    FROM sides AS s
+    LEFT JOIN refused AS r ON r.account_id = s.account_id AND r.record_id = s.record_id
+    LEFT JOIN elsewhere AS e ON e.account_id = s.account_id AND e.record_id = s.record_id
 ),
 decided AS (
     SELECT *,
@@ -277,9 +286,13 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         cursor = self._connection.cursor()
         try:
             cursor.register("units_frame", request.units.loc[:, ["account_id", "record_id"]])
+            # Records carried over by fingerprint (no payload) are what the service holds:
+            # their acknowledged version stands for them.
             cursor.register(
                 "incoming_frame",
-                incoming.loc[:, ["account_id", "record_id", "payload", "checkout"]],
+                incoming.loc[
+                    incoming["payload"].notna(), ["account_id", "record_id", "payload", "checkout"]
+                ],
             )
             cursor.register(
                 "cancelled_frame", request.cancelled.loc[:, ["account_id", "record_id"]]
@@ -422,6 +435,29 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
                 frame.insert(0, "run_id", run.run_id)
                 cursor.register("counts_frame", frame)
                 cursor.execute("INSERT OR REPLACE INTO run_counts SELECT * FROM counts_frame")
+
+    def stored_fingerprints(
+        self, connection: str | None, entity: Entity, mapping_fingerprint: str
+    ) -> pa.Table:
+        cursor = self._connection.cursor()
+        try:
+            return _fingerprints.stored_fingerprints(
+                cursor, connection, entity, mapping_fingerprint
+            )
+        finally:
+            cursor.close()
+
+    def record_fingerprints(
+        self,
+        connection: str | None,
+        entity: Entity,
+        mapping_fingerprint: str,
+        mapped: pd.DataFrame,
+    ) -> int:
+        with self._transaction() as cursor:
+            return _fingerprints.record_fingerprints(
+                cursor, connection, entity, mapping_fingerprint, mapped
+            )
 
     # -- re-sends, drift and reconciliation passes (connector/snapshot/_resend.py) ----------
 

@@ -287,6 +287,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        11,
+        "source fingerprints: records whose source rows are unchanged are not mapped again",
+        (
+            # One row per record a connection mapped and the service holds as mapped
+            # (connector.mapping.fingerprints). connection '' is the unnamed connection.
+            """
+            CREATE TABLE IF NOT EXISTS source_fingerprints (
+                connection          VARCHAR NOT NULL,
+                entity              VARCHAR NOT NULL,
+                source_account      VARCHAR NOT NULL,  -- the account member's value as mapped
+                record_id           VARCHAR NOT NULL,
+                account_id          VARCHAR NOT NULL,  -- the account it was acknowledged under
+                fingerprint         BIGINT NOT NULL,   -- of the record's source rows
+                mapping_fingerprint VARCHAR NOT NULL,  -- of everything else shaping it
+                content_hash        VARCHAR NOT NULL,  -- what those rows mapped to
+                PRIMARY KEY (connection, entity, source_account, record_id)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -34,6 +34,7 @@ from connector.errors import SnapshotError
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
+from connector.snapshot._fingerprints import STORED_COLUMNS, connection_key
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._location import shown_location, sqlalchemy_url
 from connector.snapshot._locks import HOLDERS_TABLE_SQL, LockScope, ScopeLocks
@@ -66,6 +67,18 @@ _BOOLEAN = 16
 
 # The acknowledged columns a decision needs: everything but the payload, which stands in as
 # the one member the SQL reads from it (its status).
+_STORED_FINGERPRINTS_SQL = """
+SELECT f.source_account, f.record_id, f.fingerprint, f.account_id, f.content_hash,
+       a.checkin, a.checkout
+FROM source_fingerprints AS f
+JOIN acknowledged AS a
+  ON a.account_id = f.account_id AND a.entity = f.entity AND a.record_id = f.record_id
+ AND a.content_hash = f.content_hash AND a.status = 'active'
+ AND a.connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR)
+WHERE f.connection = :connection AND f.entity = :entity
+  AND f.mapping_fingerprint = :mapping_fingerprint
+"""
+
 _DECISION_COLUMNS = """
     account_id, entity, record_id, content_hash,
     json_build_object('status', CAST(payload AS json) -> 'status')::text AS payload,
@@ -691,6 +704,99 @@ class PostgresSnapshot(PortableReads):
             {"connection": connection},
         )
         return int(found["seq"].iloc[0])
+
+    # -- source fingerprints (connector.snapshot._fingerprints) ----------------------------
+
+    def stored_fingerprints(
+        self, connection: str | None, entity: Entity, mapping_fingerprint: str
+    ) -> pa.Table:
+        found = self._query(
+            _STORED_FINGERPRINTS_SQL,
+            {
+                "connection": connection_key(connection),
+                "owner": connection,
+                "entity": str(entity),
+                "mapping_fingerprint": mapping_fingerprint,
+            },
+        )
+        return pa.Table.from_pandas(found.loc[:, list(STORED_COLUMNS)], preserve_index=False)
+
+    def record_fingerprints(
+        self,
+        connection: str | None,
+        entity: Entity,
+        mapping_fingerprint: str,
+        mapped: pd.DataFrame,
+    ) -> int:
+        key = connection_key(connection)
+        with self._transaction() as database:
+            database.execute(
+                sa.text(
+                    "DELETE FROM source_fingerprints WHERE connection = :connection "
+                    "AND entity = :entity AND mapping_fingerprint <> :mapping_fingerprint"
+                ),
+                {
+                    "connection": key,
+                    "entity": str(entity),
+                    "mapping_fingerprint": mapping_fingerprint,
+                },
+            )
+            if not len(mapped):
+                return 0
+            mapped = mapped.drop_duplicates(["source_account", "record_id"])
+            database.execute(
+                sa.text(
+                    "DELETE FROM source_fingerprints AS f USING "
+                    "unnest(CAST(:accounts AS text[]), CAST(:records AS text[])) AS m(a, r) "
+                    "WHERE f.connection = :connection AND f.entity = :entity "
+                    "AND f.source_account = m.a AND f.record_id = m.r"
+                ),
+                {
+                    "connection": key,
+                    "entity": str(entity),
+                    "accounts": mapped["source_account"].astype(str).tolist(),
+                    "records": mapped["record_id"].astype(str).tolist(),
+                },
+            )
+            held = _frame(
+                database.execute(
+                    sa.text(
+                        "SELECT account_id, record_id, content_hash FROM acknowledged "
+                        "WHERE entity = :entity AND status = 'active' "
+                        "AND connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR) "
+                        "AND account_id = ANY(:accounts)"
+                    ),
+                    {
+                        "entity": str(entity),
+                        "owner": connection,
+                        "accounts": sorted(set(mapped["account_id"].dropna().astype(str))),
+                    },
+                )
+            )
+            kept = mapped.dropna(subset=["content_hash", "account_id"]).merge(
+                held, on=["account_id", "record_id", "content_hash"]
+            )
+            rows = [
+                {
+                    "connection": key,
+                    "entity": str(entity),
+                    "source_account": str(row.source_account),
+                    "record_id": str(row.record_id),
+                    "account_id": str(row.account_id),
+                    "fingerprint": int(row.fingerprint),
+                    "mapping_fingerprint": mapping_fingerprint,
+                    "content_hash": str(row.content_hash),
+                }
+                for row in kept.itertuples(index=False)
+            ]
+            if rows:
+                _upsert(
+                    database,
+                    "source_fingerprints",
+                    rows,
+                    ("connection", "entity", "source_account", "record_id"),
+                )
+        return len(rows)
 
     # -- the cache of payloads known valid ------------------------------------------------
 

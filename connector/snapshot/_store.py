@@ -7,6 +7,7 @@ from datetime import date, datetime
 from typing import Protocol
 
 import pandas as pd
+import pyarrow as pa
 
 from connector.contract import Entity
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord
@@ -73,6 +74,25 @@ class SnapshotStore(Protocol):
 
     def possibly_stored(self) -> dict[tuple[str, str, str], str]:
         """(account_id, entity, record_id) → content hash of each change that may be stored."""
+        ...
+
+    def stored_fingerprints(
+        self, connection: str | None, entity: Entity, mapping_fingerprint: str
+    ) -> pa.Table:
+        """STORED_COLUMNS (connector.snapshot._fingerprints) of ``connection``'s records whose
+        acknowledged, active content is the one their fingerprinted rows mapped to."""
+        ...
+
+    def record_fingerprints(
+        self,
+        connection: str | None,
+        entity: Entity,
+        mapping_fingerprint: str,
+        mapped: pd.DataFrame,
+    ) -> int:
+        """Keep the source fingerprints of the records a run mapped (MAPPED_COLUMNS of
+        connector.mapping.fingerprints) whose content the service now holds; forget the others
+        and those of an older mapping fingerprint. Returns how many are kept."""
         ...
 
     # Re-sends of acknowledged records, drift, reconciliation passes (docs/drift.md).

@@ -128,6 +128,10 @@ class CsvSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
+        if len(self.files) == 1 and self.codec in _DUCKDB_ENCODINGS:
+            loaded = self._load_once(connection, table, columns, self.files[0])
+            if loaded is not None:
+                return loaded
         create_text_table(connection, table, columns)
         total = 0
         for path in self.files:
@@ -149,11 +153,33 @@ class CsvSource(Source):
         except pd.errors.ParserError as error:
             raise self._malformed(path, error) from None
 
-    def _load_with_duckdb(
+    def _load_once(
         self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str], path: Path
-    ) -> int:
+    ) -> int | None:
+        """One file read straight into its table, the row number read off the table's rowid
+        (file order) by a view: the rows are written once. None when DuckDB's reader refuses
+        the file; the general path then reads or diagnoses it."""
         names = ", ".join(quote_identifier(column) for column in columns)
-        options = {
+        options = self._duckdb_options(columns)
+        arguments = ", ".join(f"{key} := ${key}" for key in options)
+        rows = quote_identifier(f"{table}__rows")
+        try:
+            connection.execute(
+                f"CREATE OR REPLACE TABLE {rows} AS SELECT {names}, "
+                f"CAST($label AS VARCHAR) AS {SOURCE_COLUMN} FROM read_csv($path, {arguments})",
+                {"path": str(path), "label": path.name, **options},
+            )
+        except duckdb.Error:
+            connection.execute(f"DROP TABLE IF EXISTS {rows}")
+            return None
+        connection.execute(
+            f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS "
+            f"SELECT *, rowid + 1 AS {ROW_COLUMN} FROM {rows}"
+        )
+        return int(connection.execute(f"SELECT count(*) FROM {rows}").fetchall()[0][0])
+
+    def _duckdb_options(self, columns: list[str]) -> dict[str, Any]:
+        return {
             "delim": self.delimiter,
             "quote": self.quote,
             "escape": self.escape or self.quote,
@@ -165,6 +191,12 @@ class CsvSource(Source):
             "names": columns,
             "max_line_size": self.max_line.bytes,
         }
+
+    def _load_with_duckdb(
+        self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str], path: Path
+    ) -> int:
+        names = ", ".join(quote_identifier(column) for column in columns)
+        options = self._duckdb_options(columns)
         arguments = ", ".join(f"{key} := ${key}" for key in options)
         try:
             # The staging table keeps file order in rowid, which becomes the row number.

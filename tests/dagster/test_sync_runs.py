@@ -128,10 +128,22 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
         summed(second, "synced_reservations")["skip"],
         summed(second, "synced_reservations")["requests"],
     ) == (12, 0)
-    # The second mapping read the payloads the service acknowledged: none validated again.
+    # The second mapping compared the source fingerprints the first run kept: every record's
+    # rows are unchanged and the service holds what they map to, so none is mapped again.
     assert metadata(first, "mapped_reservations")["run_validated_before"] == 0
-    assert metadata(second, "mapped_accommodations")["validated_before"] == 3
-    assert metadata(second, "mapped_reservations")["run_validated_before"] == 12
+    assert (
+        metadata(first, "mapped_reservations")["run_mapped"],
+        metadata(first, "mapped_reservations")["run_carried"],
+    ) == (12, 0)
+    assert (
+        metadata(second, "mapped_accommodations")["mapped"],
+        metadata(second, "mapped_accommodations")["carried"],
+    ) == (0, 3)
+    assert (
+        metadata(second, "mapped_reservations")["run_mapped"],
+        metadata(second, "mapped_reservations")["run_carried"],
+    ) == (0, 12)
+    assert metadata(second, "mapped_reservations")["run_validated_before"] == 0
 
 
 def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(

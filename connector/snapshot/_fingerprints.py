@@ -1,0 +1,185 @@
+"""The snapshot's side of source fingerprints (migration 11, connector.mapping.fingerprints).
+
+A fingerprint is kept only while the service holds, active, exactly the content its rows
+mapped to: it is read back joined with ``acknowledged`` on the content hash, so a record
+refused, cancelled, deactivated, drifted to another version or sent by another connection
+since is mapped again, whatever its fingerprint says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from connector.contract import Entity
+from connector.snapshot._location import is_database_url
+
+FINGERPRINTS_SINCE = 11
+
+STORED_COLUMNS: tuple[str, ...] = (
+    "source_account",
+    "record_id",
+    "fingerprint",
+    "account_id",
+    "content_hash",
+    "checkin",
+    "checkout",
+)
+"""What a store's ``stored_fingerprints`` returns (connector.mapping.fingerprints)."""
+"""The migration that created ``source_fingerprints``."""
+
+_STORED_SQL = """
+SELECT f.source_account, f.record_id, f.fingerprint, f.account_id, f.content_hash,
+       a.checkin, a.checkout
+FROM source_fingerprints AS f
+JOIN acknowledged AS a
+  ON a.account_id = f.account_id AND a.entity = f.entity AND a.record_id = f.record_id
+ AND a.content_hash = f.content_hash AND a.status = 'active'
+ AND a.connection IS NOT DISTINCT FROM $owner
+WHERE f.connection = $connection AND f.entity = $entity
+  AND f.mapping_fingerprint = $mapping_fingerprint
+"""
+
+
+def connection_key(connection: str | None) -> str:
+    """The ``connection`` column's value: '' for the unnamed connection."""
+    return connection or ""
+
+
+def stored_fingerprints(
+    cursor: duckdb.DuckDBPyConnection,
+    connection: str | None,
+    entity: Entity,
+    mapping_fingerprint: str,
+) -> pa.Table:
+    """STORED_COLUMNS (connector.mapping.fingerprints) of the records still held as mapped."""
+    return cursor.sql(
+        _STORED_SQL,
+        params={
+            "connection": connection_key(connection),
+            "owner": connection,
+            "entity": str(entity),
+            "mapping_fingerprint": mapping_fingerprint,
+        },
+    ).to_arrow_table()
+
+
+def record_fingerprints(
+    cursor: duckdb.DuckDBPyConnection,
+    connection: str | None,
+    entity: Entity,
+    mapping_fingerprint: str,
+    mapped: pd.DataFrame,
+) -> int:
+    """Keep the fingerprints of ``mapped`` (MAPPED_COLUMNS) whose content the service now
+    holds; forget those of the other mapped records (quarantined, refused, unsent) and every
+    fingerprint of an older mapping. Returns how many are kept."""
+    params = {
+        "connection": connection_key(connection),
+        "owner": connection,
+        "entity": str(entity),
+        "mapping_fingerprint": mapping_fingerprint,
+    }
+    cursor.execute(
+        "DELETE FROM source_fingerprints WHERE connection = $connection AND entity = $entity "
+        "AND mapping_fingerprint <> $mapping_fingerprint",
+        {key: params[key] for key in ("connection", "entity", "mapping_fingerprint")},
+    )
+    if not len(mapped):
+        return 0
+    cursor.register("mapped_fingerprints", mapped)
+    try:
+        cursor.execute(
+            """
+            DELETE FROM source_fingerprints AS f USING mapped_fingerprints AS m
+            WHERE f.connection = $connection AND f.entity = $entity
+              AND f.source_account = m.source_account AND f.record_id = m.record_id
+            """,
+            {key: params[key] for key in ("connection", "entity")},
+        )
+        ((kept,),) = cursor.execute(
+            """
+            INSERT INTO source_fingerprints
+            SELECT DISTINCT ON (m.source_account, m.record_id)
+                   $connection, $entity, m.source_account, m.record_id, m.account_id,
+                   m.fingerprint, $mapping_fingerprint, m.content_hash
+            FROM mapped_fingerprints AS m
+            JOIN acknowledged AS a
+              ON a.account_id = m.account_id AND a.entity = $entity
+             AND a.record_id = m.record_id AND a.content_hash = m.content_hash
+             AND a.status = 'active' AND a.connection IS NOT DISTINCT FROM $owner
+            """,
+            params,
+        ).fetchall()
+    finally:
+        cursor.unregister("mapped_fingerprints")
+    return int(kept)
+
+
+@contextmanager
+def fingerprint_reader_of(
+    location: str | Path | None, connection: str | None
+) -> Iterator[Callable[[Entity, str], pa.Table | None]]:
+    """A FingerprintReader over a snapshot, through its own read-only connection.
+
+    Reads nothing (every record is mapped) where there is nothing to read: no location, no
+    file yet, a schema before fingerprints, a file another process is writing, a database
+    that does not answer.
+    """
+    if location is not None and is_database_url(location):
+        from connector.errors import SnapshotError
+        from connector.snapshot._postgres import PostgresSnapshot
+
+        with ExitStack() as stack:
+            try:
+                database = stack.enter_context(PostgresSnapshot.open(str(location), read_only=True))
+            except SnapshotError:
+                yield lambda entity, fingerprint: None
+                return
+            yield lambda entity, fingerprint: database.stored_fingerprints(
+                connection, entity, fingerprint
+            )
+        return
+    reader = _FileReader(location, connection)
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
+class _FileReader:
+    def __init__(self, path: str | Path | None, connection: str | None) -> None:
+        self._connection = connection
+        self._db: duckdb.DuckDBPyConnection | None = None
+        file = Path(path).expanduser() if path is not None else None
+        if file is None or not file.exists():
+            return
+        try:
+            db = duckdb.connect(str(file), read_only=True)
+        except duckdb.Error:
+            return
+        try:
+            versions = {
+                v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
+            }
+        except duckdb.Error:
+            versions = set()
+        if FINGERPRINTS_SINCE in versions:
+            self._db = db
+        else:
+            db.close()
+
+    def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
+        if self._db is None:
+            return None
+        return stored_fingerprints(self._db, self._connection, entity, mapping_fingerprint)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
