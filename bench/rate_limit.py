@@ -23,9 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from connector.batches import mapped_records_from_resources
 from connector.client import ClientConfig, RetryPolicy, Window
 from connector.contract import Entity
+from connector.mapping.batches import mapped_records_from_resources
 from connector.pipeline import sync_batches
 from connector.push import PushOptions
 from connector.sandbox.config import SandboxConfig

@@ -27,7 +27,7 @@ from typing import Any
 from bench.data import prepare
 from connector.client import DOCUMENTED_WINDOWS, estimate_seconds
 from connector.pipeline import run_sync
-from connector.resend import RefreshPolicy
+from connector.plan import RefreshPolicy
 from connector.sandbox.config import SandboxConfig
 from connector.sandbox.rate_limits import RateLimit
 from connector.sandbox.testing import sandbox_process
@@ -128,8 +128,7 @@ def plan_cost(size: int, runs: int = 3) -> dict[str, Any]:
     seeded with every record (no HTTP): what choosing and fetching the re-sends costs."""
     from bench.stage import stage_seed
     from connector.pipeline import load_batches
-    from connector.plan import build_plan
-    from connector.resend import ResendOptions
+    from connector.plan import ResendOptions, build_plan
     from connector.snapshot import Snapshot
 
     dataset = prepare(size)

@@ -71,7 +71,7 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
 
     from connector.pipeline import keep_fingerprints, load_batches
     from connector.plan import build_plan
-    from connector.push import _changes_of
+    from connector.push._push import _changes_of
     from connector.snapshot import Snapshot
 
     started = time.perf_counter()

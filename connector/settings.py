@@ -56,8 +56,8 @@ from connector.client import (
     parse_windows,
 )
 from connector.errors import ConfigError
+from connector.plan import DEFAULT_REMOTE_REFRESH_DAYS, RefreshPolicy, UrgencyPolicy, parse_share
 from connector.push import PushOptions
-from connector.resend import DEFAULT_REMOTE_REFRESH_DAYS, RefreshPolicy, parse_share
 from connector.secrets import (
     has_user_info,
     parse_error_position,
@@ -71,7 +71,6 @@ from connector.snapshot import (
     snapshot_location,
     state_dir,
 )
-from connector.urgency import UrgencyPolicy
 
 DEFAULT_SNAPSHOT = Path(".pms-sync/snapshot.duckdb")
 

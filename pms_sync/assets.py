@@ -19,15 +19,14 @@ from datetime import timedelta
 import dagster as dg
 from pydantic import Field
 
-from connector.budget import format_duration
 from connector.client import ServiceUnreachableError
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.pipeline import SyncReport, load_batches, sync_batches
+from connector.pipeline import SyncReport, load_batches, records_within, report_within, sync_batches
+from connector.plan import format_duration
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules
-from connector.windowed_report import records_within, report_within
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome

@@ -15,8 +15,8 @@ import dagster as dg
 import pandas as pd
 
 from connector.contract import Entity
+from connector.pipeline import records_within
 from connector.records import MappedRecords
-from connector.windowed_report import records_within
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch

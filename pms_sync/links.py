@@ -10,9 +10,9 @@ written back where the mapping declares. Exists for connections whose mapping ha
 import dagster as dg
 from pydantic import Field
 
-from connector.budget import Budget, format_duration
 from connector.contract import Entity
 from connector.links import LinksPolicy, LinksReport, links_for_mapping
+from connector.plan import Budget, format_duration
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text

@@ -18,10 +18,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from connector.budget import format_duration
 from connector.pipeline import SyncReport
-from connector.plan import ACTIONS
-from connector.plan_diff import render_value
+from connector.plan import ACTIONS, format_duration, render_value
 from connector.push import OUTCOMES, Outcome
 from connector.records import MappedRecords
 from connector.secrets import is_sensitive, mask_payload, mask_text, mask_value, redact_url

@@ -3,7 +3,7 @@
 The reservations' assets run a contiguous range of months as one step (a single-run backfill,
 the nightly window). Dagster records one materialization per month; each gets that month's own
 counts through ``context.add_asset_metadata(..., partition_key=month)`` (the sync's report split
-by ``connector.windowed_report``), and each check gets one evaluation per month, emitted as
+by ``connector.pipeline._windowed_report``), and each check gets one evaluation per month, emitted as
 ``AssetCheckEvaluation(partition=month)``: an ``AssetCheckResult`` of a range run carries no
 partition, and the UI would show the months' checks as skipped.
 """

@@ -19,14 +19,13 @@ import dagster as dg
 from pydantic import Field
 
 from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
-from connector.budget import Budget
 from connector.client import DEFAULT_BASE_URL, AccountTokens
 from connector.errors import ConfigError
+from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
 from connector.snapshot import Snapshot, SnapshotStore, snapshot_location, state_dir
-from connector.urgency import DEFAULT_HORIZON_DAYS, UrgencyPolicy
 from pms_sync.storage import MappedRecordsIOManager
 
 STATE_DIR_NAME = ".pms-sync"

@@ -8,7 +8,7 @@ materialization changes nothing). Exists for connections whose mapping names a w
 
 import dagster as dg
 
-from connector.plan_diff import render_value
+from connector.plan import render_value
 from connector.webhooks import WebhooksReport, apply_webhooks_file
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text

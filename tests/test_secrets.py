@@ -169,7 +169,7 @@ def test_log_records_of_any_logger_are_masked_when_created(
     try:
         raise ValueError("refused tok-logged-8812-unit")
     except ValueError:
-        logging.getLogger("connector.push.deep").debug(
+        logging.getLogger("connector.push._push.deep").debug(
             "sent %s to %s", "tok-logged-8812-unit", "T%C3%B6k", exc_info=True
         )
     logging.getLogger("httpx").info("GET /?token=%s", urllib.parse.quote("tok-logged-8812-unit"))

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import click
 
-from connector.budget import Budget, backlog_table
 from connector.cli.account_commands import open_api_options
 from connector.cli.sync_commands import (
     EXIT_AUTHENTICATION,
@@ -25,6 +24,7 @@ from connector.cli.sync_commands import (
     _errors_to_exit,
 )
 from connector.links import LinksReport
+from connector.plan import Budget, backlog_table
 from connector.settings import load_settings
 
 

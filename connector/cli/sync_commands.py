@@ -30,11 +30,10 @@ from typing import Any
 
 import click
 
-from connector.budget import Budget, backlog, backlog_json, backlog_table
 from connector.cli.account_commands import open_api_options
 from connector.client import effective_windows
 from connector.errors import AuthenticationError, PmsSyncError
-from connector.plan import Force, Plan
+from connector.plan import Budget, Force, Plan, backlog, backlog_json, backlog_table
 from connector.push import OUTCOMES
 from connector.secrets import mask_text
 from connector.settings import SyncSettings, load_settings
@@ -173,8 +172,7 @@ def plan_command(
     openapi_url: str | None,
 ) -> None:
     """Show what `sync` would send for MAPPING, without sending or writing anything."""
-    from connector.pipeline import plan_sync
-    from connector.plan_file import plan_to_file
+    from connector.pipeline import plan_sync, plan_to_file
 
     with _errors_to_exit(as_json):
         settings = load_settings(
@@ -406,7 +404,7 @@ def apply_command(
     openapi_url: str | None,
 ) -> None:
     """Send exactly the plan in PLAN_FILE (from `plan --out`); refused if the snapshot changed."""
-    from connector.plan_file import apply_plan_file
+    from connector.pipeline import apply_plan_file
 
     with _errors_to_exit(as_json):
         settings = load_settings(
@@ -452,7 +450,7 @@ def _print_plan_file(
 
 
 def _cell(value: Any) -> str:
-    from connector.plan_diff import render_value
+    from connector.plan import render_value
 
     return render_value(value)
 

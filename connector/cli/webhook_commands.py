@@ -27,7 +27,7 @@ from connector.cli.sync_commands import (
     EXIT_OK,
     _errors_to_exit,
 )
-from connector.plan_diff import render_value
+from connector.plan import render_value
 from connector.settings import load_settings
 from connector.webhooks import WebhooksReport
 

@@ -275,7 +275,7 @@ class ServiceClient:
         limiter = self.limiter_of(token)
         # ``maybe_stored``: whether an attempt so far may have been stored without an answer the
         # client could read: a later "skipped" or "already known" is then explained
-        # (connector/push.py).
+        # (connector/push/_push.py).
         for attempt in range(1, retry.max_attempts + 1):
             ticket = await limiter.acquire()
             outcome.attempts = attempt

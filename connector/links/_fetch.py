@@ -16,11 +16,11 @@ from datetime import UTC, date, datetime
 
 from pydantic import ValidationError
 
-from connector.budget import BudgetGate
 from connector.client import OpenApiClient
 from connector.contract import GuestLinks
 from connector.errors import AuthenticationError, ServiceError
 from connector.links._policy import LinksPolicy
+from connector.plan import BudgetGate
 from connector.secrets import mask_text
 from connector.snapshot import GuestLinkRecord
 
@@ -32,7 +32,7 @@ class LinkRequest:
     account_id: str
     reservation_id: str
     checkin: date | None
-    urgency: str  # connector.urgency class: upcoming or future
+    urgency: str  # connector.plan._urgency class: upcoming or future
 
 
 @dataclass(frozen=True)

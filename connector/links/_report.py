@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from connector.budget import BacklogRow, backlog_json
 from connector.links._fetch import LinkFailure, LinkRequest
-from connector.urgency import URGENCY_CLASSES
+from connector.plan import URGENCY_CLASSES, BacklogRow, backlog_json
 from connector.writeback import WriteResult
 
 SAMPLE = 20

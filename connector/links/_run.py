@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 
 from connector.accounts import OpenApiSettings
-from connector.budget import Budget, BudgetGate, backlog
 from connector.client import (
     ClientConfig,
     OpenApiClient,
@@ -32,6 +31,7 @@ from connector.links._fetch import FetchResult, LinkRequest, fetch_links
 from connector.links._policy import LinksPolicy
 from connector.links._report import LinksReport
 from connector.mapping.model import Mapping
+from connector.plan import Budget, BudgetGate, backlog
 from connector.settings import SyncSettings
 from connector.snapshot import GUEST_LINK_COLUMNS, Snapshot
 from connector.writeback import WriteBackError, write_back

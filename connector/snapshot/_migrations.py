@@ -215,7 +215,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 account_id VARCHAR NOT NULL,
                 entity     VARCHAR NOT NULL,
                 record_id  VARCHAR NOT NULL,
-                kind       VARCHAR NOT NULL,   -- connector.drift.DriftKind
+                kind       VARCHAR NOT NULL,   -- connector.plan._drift.DriftKind
                 detail     VARCHAR NOT NULL,
                 found_at   TIMESTAMP NOT NULL,
                 request_id VARCHAR,            -- x-request-id of the answer that revealed it

@@ -134,7 +134,7 @@ class DriftEvent:
     account_id: str
     entity: Entity
     record_id: str
-    kind: str | None  # connector.drift.DriftKind; None: a heal of the record's open drift
+    kind: str | None  # connector.plan._drift.DriftKind; None: a heal of the record's open drift
     detail: str
     request_id: str | None
     at: datetime
@@ -161,7 +161,7 @@ class ResendRequest:
     connection: str | None
     today: date
     window: DateWindow | None = None  # reservations: retired records with check-in in it only
-    horizon_days: int = 14  # arrivals this close are refreshed first (connector.urgency)
+    horizon_days: int = 14  # arrivals this close are refreshed first (connector.plan._urgency)
     include_past_stays: bool = False  # reservations whose check-out is before today
     refresh_share: float = 0.0  # of the eligible records, rounded up
     refresh_max: int | None = None  # refresh rows at most (None: no cap)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 from click.testing import CliRunner
 
-from connector.budget import Budget
 from connector.cli import main
 from connector.links import run_links
 from connector.pipeline import run_sync
+from connector.plan import Budget
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot
 from tests.loop.loop_samples import arrivals, settings_for, write_connection

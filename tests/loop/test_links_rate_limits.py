@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from connector.budget import Budget
 from connector.links import run_links
 from connector.pipeline import run_sync
+from connector.plan import Budget
 from connector.sandbox.rate_limits import RateLimit
 from connector.sandbox.testing import multi_account_config, running_sandbox
 from tests.loop.loop_samples import arrivals, settings_for, write_connection

@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from connector.batches import mapped_records_from_resources
 from connector.canonical import canonical_json, content_hash
 from connector.client import AcknowledgementPolicy, ClientConfig, RetryPolicy
 from connector.contract import Entity
+from connector.mapping.batches import mapped_records_from_resources
 from connector.push import PushOptions
 from connector.records import MappedRecords
 from connector.settings import SyncSettings, load_settings

@@ -15,7 +15,8 @@ from push_samples import FAST_RETRY, batches_of, hotel
 from connector.client import AccountTokens, ClientConfig, ServiceClient
 from connector.errors import SnapshotError
 from connector.plan import build_plan
-from connector.push import PushOptions, _days, push_plan
+from connector.push import PushOptions, push_plan
+from connector.push._push import _days
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot, SnapshotStore
 

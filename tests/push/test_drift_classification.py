@@ -1,5 +1,5 @@
 """Which acknowledged answers reveal drift, and whether the same answer healed it
-(connector.drift.drift_of; docs/drift.md)."""
+(connector.plan.drift_of; docs/drift.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from connector.canonical import canonical_json
 from connector.client import SyncAnswer
 from connector.contract import AccommodationSyncResponse, Entity, ReservationSyncResponse
-from connector.drift import drift_of
+from connector.plan import drift_of
 from connector.push import answer_contradictions
 
 RESERVATION = canonical_json({"id": "R1", "unitReservations": [{"id": "1"}], "status": "CONFIRMED"})

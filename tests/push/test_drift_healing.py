@@ -18,10 +18,9 @@ from push_samples import (
     unit,
 )
 
-from connector.budget import Budget
 from connector.contract import Entity
 from connector.pipeline import SyncReport, sync_batches
-from connector.resend import RefreshPolicy
+from connector.plan import Budget, RefreshPolicy
 from connector.sandbox.testing import SandboxHandle
 from connector.settings import SyncSettings
 from connector.snapshot import Snapshot

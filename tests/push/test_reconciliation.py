@@ -9,9 +9,8 @@ from pathlib import Path
 
 from push_samples import batches_of, expected_state, hotel, sandbox_state, settings_for
 
-from connector.budget import Budget
 from connector.pipeline import sync_batches
-from connector.plan import ReconcilePolicy
+from connector.plan import Budget, ReconcilePolicy
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot
 

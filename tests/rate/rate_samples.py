@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from connector.budget import Budget
 from connector.client import ClientConfig, Window
+from connector.plan import Budget
 from connector.sandbox.rate_limits import RateLimit
 from connector.settings import SyncSettings
 from tests.push.push_samples import FAST_RETRY, settings_for

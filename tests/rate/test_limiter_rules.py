@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from connector.budget import backlog
 from connector.client import (
     DOCUMENTED_WINDOWS,
     AccountTokens,
@@ -21,6 +20,7 @@ from connector.client import (
     parse_windows,
     save_shared_state,
 )
+from connector.plan import backlog
 from connector.snapshot import Snapshot
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from connector.budget import Budget
 from connector.contract import Entity
 from connector.pipeline import SyncReport, sync_batches
+from connector.plan import Budget
 from connector.sandbox.testing import SandboxHandle
 from tests.push.push_samples import batches_of, hotel
 from tests.rate.rate_samples import limited_settings, sync_statuses

@@ -39,11 +39,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from connector.batches import mapped_records_from_resources
 from connector.cli import main
 from connector.client import ClientConfig, ClientCredentials, OpenApiClient, ensure_reachable
 from connector.contract import Entity
 from connector.errors import ConfigError, PmsSyncError
+from connector.mapping.batches import mapped_records_from_resources
 from connector.pipeline import load_batches, sync_batches
 from connector.sandbox.config import AccountConfig, SandboxConfig
 from connector.sandbox.config import ClientConfig as SandboxClient

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from connector.batches import mapped_records_from_resources
 from connector.contract import Entity
 from connector.errors import ConfigError
+from connector.mapping.batches import mapped_records_from_resources
 from connector.pipeline import sync_batches
 from connector.sandbox.config import SandboxConfig
 from connector.sandbox.server import bind_socket, build_server

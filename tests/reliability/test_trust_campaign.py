@@ -40,8 +40,8 @@ from connector.canonical import canonical_json
 from connector.contract import Entity
 from connector.mapping import load_mapping
 from connector.pipeline import load_batches, plan_sync, sync_batches
+from connector.plan import RefreshPolicy, parse_share
 from connector.records import MappedRecords
-from connector.resend import RefreshPolicy, parse_share
 from connector.safety.guard import GuardRules
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from connector.plan_diff import record_differences
+from connector.plan import record_differences
 from connector.safety.anomalies import AnomalyBands, CurrentCounts, Severity, count_anomalies
 
 OLD = {

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from connector.batches import mapped_records_from_resources
 from connector.contract import Entity
+from connector.mapping.batches import mapped_records_from_resources
 from connector.plan import Plan
 from connector.records import MappedRecords
 from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore

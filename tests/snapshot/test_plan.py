@@ -232,7 +232,7 @@ def test_duplicate_record_ids_in_one_export_are_refused(snapshot: SnapshotStore)
 def test_arrivals_beyond_the_horizon_wait_behind_upcoming_ones_but_their_cancellations_do_not(
     snapshot: SnapshotStore,
 ) -> None:
-    from connector.urgency import UrgencyPolicy
+    from connector.plan import UrgencyPolicy
 
     data = batches(
         [],

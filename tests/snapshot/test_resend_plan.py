@@ -11,9 +11,8 @@ from snapshot_samples import TODAY, batches, reservation, unit
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import Entity
-from connector.plan import Force, Plan, ReconcilePolicy, build_plan
+from connector.plan import Force, Plan, ReconcilePolicy, RefreshPolicy, ResendOptions, build_plan
 from connector.records import QUARANTINE_COLUMNS, MappedRecords
-from connector.resend import RefreshPolicy, ResendOptions
 from connector.snapshot import Acknowledgement, DriftEvent, RecordStatus, RunRecord, SnapshotStore
 
 RUN_A = datetime(2026, 6, 1, 2, 0)

@@ -3,7 +3,7 @@
 A plan file has two parts, for two readers:
 
 - ``changes``: for people. One entry per request with its field-level differences (old → new
-  per field; see :mod:`connector.plan_diff`), every secret and guest contact masked. This is
+  per field; see :mod:`connector.plan._diff`), every secret and guest contact masked. This is
   what a reviewer reads, pastes into a ticket or diffs.
 - ``payloads``: for ``apply``. The exact canonical JSON of each request, in the same order,
   so the push sends byte for byte what was planned (not a re-mapping of an export that may
@@ -30,8 +30,7 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
-from connector.plan import CHANGE_COLUMNS, UNIT_STAYS_COLUMNS, Force, Plan
-from connector.plan_diff import field_changes
+from connector.plan import CHANGE_COLUMNS, UNIT_STAYS_COLUMNS, Force, Plan, field_changes
 from connector.private_files import open_private
 from connector.records import DateWindow
 from connector.safety.guard import GuardRules, GuardVerdict, evaluate
@@ -39,7 +38,7 @@ from connector.settings import SyncSettings
 from connector.snapshot import Snapshot, SnapshotStore, snapshot_location
 
 if TYPE_CHECKING:
-    from connector.pipeline import SyncReport
+    from connector.pipeline._run import SyncReport
 
 FORMAT = "pms-sync-plan/1"
 _TALLY_COLUMNS = ("entity", "account_id", "action", "reason", "n")
@@ -115,7 +114,7 @@ def plan_to_file(
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
     """Map, diff and write the plan file; sends nothing, writes nothing else."""
     from connector.mapping import load_mapping
-    from connector.pipeline import planned
+    from connector.pipeline._run import planned
 
     rules = GuardRules.from_mapping(load_mapping(mapping_path))
     with planned(
@@ -234,7 +233,7 @@ def apply_plan_file(
 
     from connector.accounts import AccountDiscovery
     from connector.client import ServiceClient
-    from connector.pipeline import SyncReport, _dead_letter_summary, _now, _record_run
+    from connector.pipeline._run import SyncReport, _dead_letter_summary, _now, _record_run
     from connector.push import push_plan
 
     plan_file = read_plan_file(path)

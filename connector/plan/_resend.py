@@ -4,7 +4,7 @@ Three kinds, all sent as ``update`` with the payload the service acknowledged la
 (docs/drift.md):
 
 - ``drifted``: records whose drift an earlier answer revealed and left open
-  (:mod:`connector.drift`); always sent, with the real changes;
+  (:mod:`connector.plan._drift`); always sent, with the real changes;
 - ``refresh``: the rolling refresh, a share of the acknowledged records each run, oldest
   acknowledgement first, sent after every real change and within the run's budget;
 - ``reconcile``: a full reconciliation pass, every record once, resumable across runs.
@@ -24,8 +24,8 @@ from typing import Any
 import pandas as pd
 
 from connector.contract import Entity, SyncEvent
-from connector.drift import REASON_RECONCILE, REASON_REFRESH, RESEND_REASONS
 from connector.errors import ConfigError
+from connector.plan._drift import REASON_RECONCILE, REASON_REFRESH, RESEND_REASONS
 from connector.records import DateWindow, MappedRecords
 from connector.snapshot import ResendRequest, SnapshotStore
 

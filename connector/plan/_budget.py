@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connector.client import Window, estimate_seconds
-from connector.urgency import URGENCY_CLASSES
+from connector.plan._urgency import URGENCY_CLASSES
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ a DuckDB commit takes milliseconds during which no answer could otherwise be rea
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +23,6 @@ from typing import Any, NamedTuple
 import orjson
 import pandas as pd
 
-from connector.budget import Budget, BudgetGate
 from connector.client import (
     Delivery,
     ServiceClient,
@@ -36,10 +34,10 @@ from connector.client import (
     save_shared_state,
 )
 from connector.contract import Entity, SyncEvent
-from connector.drift import OPTIONAL_REASONS, RESEND_REASONS, drift_of
 from connector.errors import AuthenticationError
-from connector.holdback import HeldRecord, UnitTrouble, held_record
-from connector.plan import Plan
+from connector.plan import OPTIONAL_REASONS, RESEND_REASONS, Budget, BudgetGate, Plan, drift_of
+from connector.push._holdback import HeldRecord, UnitTrouble, held_record
+from connector.push._recorder import _Recorder
 from connector.snapshot import (
     Acknowledgement,
     DriftEvent,
@@ -119,7 +117,7 @@ class DriftFound:
     record_id: str
     action: str
     reason: str
-    kind: str  # connector.drift.DriftKind
+    kind: str  # connector.plan._drift.DriftKind
     detail: str
     healed: bool
     request_id: str | None
@@ -151,7 +149,7 @@ class PushResult:
     # expiry, or after a 401), and requests sent once more after a 401 renewed their token.
     token_renewals: int = 0
     retried_after_renewal: int = 0
-    # Re-sends of unchanged records (connector.resend): acknowledged per (entity, reason); and
+    # Re-sends of unchanged records (connector.plan._resend): acknowledged per (entity, reason); and
     # the optional ones (refresh, reconcile) a budget left out, per reason: not deferred, the
     # next run selects them again.
     resent: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -168,7 +166,7 @@ class PushResult:
 
     # Per (entity, account, check-in day, urgency class): every outcome, "requests", "held"
     # (held back), "deferred" and "unconfirmed", so a run over several months can report each
-    # month's own figures (connector.windowed_report). A few hundred keys for a year of stays.
+    # month's own figures (connector.pipeline._windowed_report). A few hundred keys for a year of stays.
     by_checkin: dict[CheckinKey, Counter[str]] = field(default_factory=dict)
 
     @property
@@ -366,7 +364,7 @@ def _hold_back(
     phase: list[_Change], trouble: UnitTrouble, result: PushResult, progress: _Progress
 ) -> list[_Change]:
     """The reservations to send; those whose unit is not at the service are held (docs:
-    connector/holdback.py) and never sent to fail."""
+    connector/push/_holdback.py) and never sent to fail."""
     send: list[_Change] = []
     for change in phase:
         found = trouble.reason_for(change.account_id, change.payload)
@@ -738,111 +736,3 @@ class _Progress:
         self.done += 1
         if self.callback is not None:
             self.callback(self.done, self.total)
-
-
-class _Recorder:
-    """Buffers answers; one writer thread commits them to the snapshot in small batches.
-
-    The event loop only appends to the buffers. The writer commits whatever is buffered every
-    ``commit_interval`` seconds, or as soon as ``commit_every`` answers wait, so an answer is
-    durable at most one interval plus one commit after it came. A slow commit makes the next
-    batch larger, not later. The writer is the snapshot's only user until :meth:`close`.
-    """
-
-    def __init__(
-        self, snapshot: SnapshotStore, options: PushOptions, connection: str | None = None
-    ) -> None:
-        self.snapshot = snapshot
-        self.options = options
-        self.connection = connection  # the owner recorded with every acknowledgement
-        # Read before the writer thread starts: it is the snapshot's only user afterwards.
-        self._possibly_stored = snapshot.possibly_stored()
-        drifted = snapshot.open_drift()
-        self._open_drift = set(
-            zip(drifted["account_id"], drifted["entity"], drifted["record_id"], strict=True)
-        )
-        self._answers: list[Acknowledgement | Refusal | PossiblyStored | DriftEvent] = []
-        self._lock = threading.Lock()  # guards _answers and _closing
-        self._wake = threading.Event()
-        self._closing = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._write_until_closed, name="pms-sync-snapshot-writer", daemon=True
-        )
-        self._thread.start()
-
-    def acknowledge(self, ack: Acknowledgement) -> None:
-        self._add(ack)
-
-    def refuse(self, refusal: Refusal) -> None:
-        self._add(refusal)
-
-    def possibly_stored(self, change: PossiblyStored) -> None:
-        self._add(change)
-
-    def drift(self, event: DriftEvent) -> None:
-        self._add(event)
-
-    def drift_open(self, change: _Change) -> bool:
-        """Whether the record had open drift when the push started."""
-        return (change.account_id, change.entity, change.record_id) in self._open_drift
-
-    def may_hold_other(self, change: _Change) -> bool:
-        """Whether an earlier run's lost answer may have stored another content of it."""
-        key = (change.account_id, change.entity, change.record_id)
-        earlier = self._possibly_stored.get(key)
-        return earlier is not None and earlier != change.content_hash
-
-    def may_hold(self, change: _Change) -> bool:
-        """Whether the service may already hold this change's exact content: an earlier
-        run's answer to it was lost, or it re-sends acknowledged content on request."""
-        if change.reason == "forced" or change.reason in RESEND_REASONS:
-            return True
-        key = (change.account_id, change.entity, change.record_id)
-        return self._possibly_stored.get(key) == change.content_hash
-
-    def _add(self, answer: Acknowledgement | Refusal | PossiblyStored | DriftEvent) -> None:
-        self._raise_if_failed()
-        with self._lock:
-            self._answers.append(answer)
-            due = len(self._answers) >= self.options.commit_every
-        if due:
-            self._wake.set()
-
-    def close(self) -> None:
-        """Commit everything buffered and stop the writer; raises a failed commit's error."""
-        with self._lock:
-            self._closing = True
-        self._wake.set()
-        self._thread.join()
-        self._raise_if_failed()
-
-    def _raise_if_failed(self) -> None:
-        # A failed commit (a full disk) fails the push, as it did on the loop: the answers
-        # not committed are re-sent by the next run. Raised once, then the run unwinds.
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
-    def _write_until_closed(self) -> None:
-        while True:
-            self._wake.wait(self.options.commit_interval)
-            self._wake.clear()
-            with self._lock:
-                answers, self._answers = self._answers, []
-                closing = self._closing  # read with the swap: nothing is appended after it
-            acks = [a for a in answers if isinstance(a, Acknowledgement)]
-            refusals = [a for a in answers if isinstance(a, Refusal)]
-            possible = [a for a in answers if isinstance(a, PossiblyStored)]
-            drift = [a for a in answers if isinstance(a, DriftEvent)]
-            try:
-                # Possibly-stored first: an acknowledgement in the same batch clears it.
-                self.snapshot.record_possibly_stored(possible)
-                self.snapshot.record_acknowledgements(acks)
-                self.snapshot.record_refusals(refusals)
-                self.snapshot.record_drift(drift)
-            except BaseException as error:
-                self._error = error
-                return
-            if closing:
-                return

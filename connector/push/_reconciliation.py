@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from connector.contract import Entity
-from connector.drift import REASON_RECONCILE
-from connector.plan import Plan
-from connector.push import PushResult
+from connector.plan import REASON_RECONCILE, Plan
+from connector.push._push import PushResult
 from connector.records import MappedRecords
 from connector.snapshot import ReconciliationPass, SnapshotStore
 

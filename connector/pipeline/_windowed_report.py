@@ -22,7 +22,7 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.pipeline import SyncReport, drift_open_within
+from connector.pipeline._run import SyncReport, drift_open_within
 from connector.plan import Plan, extracted_counts
 from connector.push import OUTCOMES, PushResult
 from connector.records import DateWindow, MappedRecords

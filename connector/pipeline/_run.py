@@ -26,17 +26,35 @@ from connector.accounts import (
     with_units_kept_inactive,
     withhold_unreactivated,
 )
-from connector.budget import BacklogRow, backlog, backlog_json
 from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
-from connector.drift import RESEND_REASONS
 from connector.errors import ConfigError, SnapshotError
-from connector.plan import ACTIONS, Action, Force, Plan, ReconcilePolicy, build_plan
-from connector.plan_diff import FieldChange, field_changes
-from connector.push import OUTCOMES, Outcome, ProgressCallback, PushResult, push_plan
-from connector.reconciliation import finish_passes, open_passes
+from connector.plan import (
+    ACTIONS,
+    RESEND_REASONS,
+    URGENCY_CLASSES,
+    Action,
+    BacklogRow,
+    FieldChange,
+    Force,
+    Plan,
+    ReconcilePolicy,
+    ResendOptions,
+    backlog,
+    backlog_json,
+    build_plan,
+    field_changes,
+)
+from connector.push import (
+    OUTCOMES,
+    Outcome,
+    ProgressCallback,
+    PushResult,
+    finish_passes,
+    open_passes,
+    push_plan,
+)
 from connector.records import DateWindow, MappedRecords
-from connector.resend import ResendOptions
 from connector.safety.guard import (
     GuardRules,
     GuardVerdict,
@@ -54,7 +72,6 @@ from connector.snapshot import (
     fingerprint_reader_of,
     validated_payloads,
 )
-from connector.urgency import URGENCY_CLASSES
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
 
@@ -90,7 +107,7 @@ class SyncReport:
     # Open drift after the run per (entity, account): re-sent by the next run (docs/drift.md).
     drift_open: dict[tuple[str, str], int] = field(default_factory=dict)
     # The same records one by one (entity, account_id, record_id, checkin), so a report split
-    # by check-in month counts each month's own (connector.windowed_report).
+    # by check-in month counts each month's own (connector.pipeline._windowed_report).
     drift_open_rows: pd.DataFrame | None = None
 
     @property
@@ -461,7 +478,7 @@ def sync_batches(
     ``blocked`` and ``report.guard.message()`` says why and how to approve. A unit that
     guests still stay in is not deactivated unless ``release_units_with_stays`` or
     ``allow_mass_change`` approves it. ``by_checkin`` keeps the reservations' counts per
-    check-in day too, so the report can be split by window (``connector.windowed_report``).
+    check-in day too, so the report can be split by window (``connector.pipeline._windowed_report``).
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex

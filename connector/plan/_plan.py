@@ -19,9 +19,10 @@ import pandas as pd
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
-from connector.drift import OPTIONAL_REASONS
+from connector.plan._drift import OPTIONAL_REASONS
+from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
+from connector.plan._urgency import URGENCY_CLASSES, UrgencyPolicy
 from connector.records import DateWindow, MappedRecords
-from connector.resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.snapshot import (
     DiffRequest,
     OnMissing,
@@ -29,7 +30,6 @@ from connector.snapshot import (
     SnapshotStore,
     UnitStaysRequest,
 )
-from connector.urgency import URGENCY_CLASSES, UrgencyPolicy
 
 
 class Action(StrEnum):
@@ -84,10 +84,10 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "status_after",  # RecordStatus recorded once acknowledged
     "checkin",
     "checkout",
-    "urgency",  # unit | upcoming | future | past: the delivery class (connector.urgency)
+    "urgency",  # unit | upcoming | future | past: the delivery class (connector.plan._urgency)
 )
 RESEND_COLUMNS: tuple[str, ...] = ("drifted", "refresh", "reconcile")
-"""Re-sends of unchanged acknowledged records (connector.resend), counted apart from actions."""
+"""Re-sends of unchanged acknowledged records (connector.plan._resend), counted apart from actions."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ class Plan:
 
     # ``build_plan(by_checkin=True)``: the reservations' tally per check-in day (entity,
     # account_id, action, reason, checkin, n), so a run over several months can be reported
-    # month by month (``connector.windowed_report``).
+    # month by month (``connector.pipeline._windowed_report``).
     tally_by_checkin: pd.DataFrame | None = None
 
     @property
@@ -229,7 +229,7 @@ class Plan:
 
     @property
     def by_urgency(self) -> dict[str, int]:
-        """Requests to send per delivery class (``connector.urgency.URGENCY_CLASSES``)."""
+        """Requests to send per delivery class (``connector.plan.URGENCY_CLASSES``)."""
         found = self.changes["urgency"].value_counts() if len(self.changes) else {}
         return {urgency: int(found.get(urgency, 0)) for urgency in URGENCY_CLASSES}
 
@@ -614,7 +614,7 @@ def _hold_units(
 def delivery_order(
     changes: pd.DataFrame, today: date, policy: UrgencyPolicy | None = None
 ) -> pd.DataFrame:
-    """The order of sending: the single place that decides it (classes: connector.urgency).
+    """The order of sending: the single place that decides it (classes: connector.plan._urgency).
 
     Accommodations come before the reservations that reference them. Reservations: stays in
     progress and arrivals within the policy's horizon (and cancellations of stays not yet

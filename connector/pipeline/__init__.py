@@ -1,0 +1,36 @@
+"""One sync of one mapping, the one place that composes the stages.
+
+map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
+``sync_batches``), reviewed plan files (``plan_to_file``, ``apply_plan_file``) and a
+run's report split by check-in window (``report_within``). Used by the CLI and Dagster.
+"""
+
+from connector.pipeline._plan_file import (
+    apply_plan_file,
+    plan_to_file,
+)
+from connector.pipeline._run import (
+    SyncReport,
+    keep_fingerprints,
+    load_batches,
+    plan_sync,
+    run_sync,
+    sync_batches,
+)
+from connector.pipeline._windowed_report import (
+    records_within,
+    report_within,
+)
+
+__all__ = [
+    "SyncReport",
+    "apply_plan_file",
+    "keep_fingerprints",
+    "load_batches",
+    "plan_sync",
+    "plan_to_file",
+    "records_within",
+    "report_within",
+    "run_sync",
+    "sync_batches",
+]

@@ -1,0 +1,87 @@
+"""The plan: what one sync will send, decided before anything is sent.
+
+``build_plan`` compares mapped records with the snapshot and returns every change that
+costs a request, in delivery (urgency) order, with the re-sends of unchanged records
+(drift, rolling refresh, reconciliation), the budgets that bound a run and the
+field-level differences people review. Executed by :func:`connector.push.push_plan`.
+"""
+
+from connector.plan._budget import (
+    BacklogRow,
+    Budget,
+    BudgetGate,
+    backlog,
+    backlog_json,
+    backlog_table,
+    format_duration,
+)
+from connector.plan._diff import (
+    FieldChange,
+    field_changes,
+    record_differences,
+    render_value,
+)
+from connector.plan._drift import (
+    OPTIONAL_REASONS,
+    REASON_RECONCILE,
+    RESEND_REASONS,
+    drift_of,
+)
+from connector.plan._plan import (
+    ACTIONS,
+    CHANGE_COLUMNS,
+    UNIT_STAYS_COLUMNS,
+    Action,
+    Force,
+    Plan,
+    ReconcilePolicy,
+    build_plan,
+    delivery_order,
+    extracted_counts,
+)
+from connector.plan._resend import (
+    DEFAULT_REMOTE_REFRESH_DAYS,
+    RefreshPolicy,
+    ResendOptions,
+    parse_share,
+)
+from connector.plan._urgency import (
+    DEFAULT_HORIZON_DAYS,
+    URGENCY_CLASSES,
+    UrgencyPolicy,
+)
+
+__all__ = [
+    "ACTIONS",
+    "CHANGE_COLUMNS",
+    "DEFAULT_HORIZON_DAYS",
+    "DEFAULT_REMOTE_REFRESH_DAYS",
+    "OPTIONAL_REASONS",
+    "REASON_RECONCILE",
+    "RESEND_REASONS",
+    "UNIT_STAYS_COLUMNS",
+    "URGENCY_CLASSES",
+    "Action",
+    "BacklogRow",
+    "Budget",
+    "BudgetGate",
+    "FieldChange",
+    "Force",
+    "Plan",
+    "ReconcilePolicy",
+    "RefreshPolicy",
+    "ResendOptions",
+    "UrgencyPolicy",
+    "backlog",
+    "backlog_json",
+    "backlog_table",
+    "build_plan",
+    "delivery_order",
+    "drift_of",
+    "extracted_counts",
+    "field_changes",
+    "format_duration",
+    "parse_share",
+    "record_differences",
+    "render_value",
+]
