@@ -66,7 +66,7 @@ class FieldUse:
 
     @property
     def target(self) -> str:
-        from connector.mapping.compiler import target_conversion
+        from connector.mapping.scope_sql import target_conversion
 
         implied = target_conversion(self.info)[0] if self.info is not None else "string"
         return self.expression.as_ or implied
@@ -260,7 +260,9 @@ def _constant_problems(
     if not constants:
         return []
     from connector.mapping import sql_functions
-    from connector.mapping.compiler import Compiler, Scope, ScopeCompiler
+    from connector.mapping.compiler import Compiler
+    from connector.mapping.document_sql import ScopeCompiler
+    from connector.mapping.scope_sql import Scope
 
     compiler = Compiler(mapping, {})
     scope = ScopeCompiler(compiler, Scope("constants", "k", set()), ())

@@ -22,14 +22,7 @@ from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
-from connector.mapping.compiler import (
-    ROWS_TO_MAP,
-    VALIDATED_BEFORE,
-    Compiler,
-    EntityQuery,
-    lookup_text,
-    table_name,
-)
+from connector.mapping.compiler import ROWS_TO_MAP, VALIDATED_BEFORE, Compiler, EntityQuery
 from connector.mapping.fingerprints import (
     FingerprintReader,
     FingerprintSplit,
@@ -38,6 +31,7 @@ from connector.mapping.fingerprints import (
     split_by_fingerprint,
 )
 from connector.mapping.model import Mapping
+from connector.mapping.scope_sql import lookup_text, table_name
 from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords
 from connector.sources import Source, open_source

@@ -25,8 +25,9 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
-from connector.mapping.compiler import ROW_HASH, EntityQuery, row_hash_sql, table_name
+from connector.mapping.compiler import ROW_HASH, EntityQuery, row_hash_sql
 from connector.mapping.model import Mapping
+from connector.mapping.scope_sql import table_name
 from connector.records import DateWindow
 from connector.sources.base import META_COLUMNS, ROW_COLUMN, SOURCE_COLUMN, quote_identifier
 
