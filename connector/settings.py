@@ -41,7 +41,7 @@ from pathlib import Path
 
 import yaml
 
-from connector.accounts._settings import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
+from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
 from connector.client import (
     DEFAULT_BASE_URL,
     AccountTokens,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from connector.client import ClientCredentials
-from connector.client._config import normalize_base_url
+from connector.client import ClientCredentials, normalize_base_url
 from connector.snapshot import DEFAULT_RENEW_MARGIN_S
 
 TOKEN_CACHE_FILE = "openapi-tokens.json"

@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from connector.accounts._directory import AccountDirectory
-from connector.client import AccountTokens
-from connector.client._tokens import MISSING_TOKEN_HINT
+from connector.client import MISSING_TOKEN_HINT, AccountTokens
 from connector.snapshot import DiscoveredAccount
 
 

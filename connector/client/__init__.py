@@ -18,6 +18,7 @@ from connector.client._config import (
     TokenPlacement,
     Transport,
     effective_windows,
+    normalize_base_url,
     parse_retry_after,
 )
 from connector.client._limiter import (
@@ -40,12 +41,13 @@ from connector.client._openapi import (
 from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._shared import limiter_key, load_shared_state, save_shared_state
 from connector.client._sync import Delivery, SyncAttempts
-from connector.client._tokens import AccountTokens, TokenSource
+from connector.client._tokens import MISSING_TOKEN_HINT, AccountTokens, TokenSource
 
 __all__ = [
     "COUNT_MEMBERS",
     "DEFAULT_BASE_URL",
     "DOCUMENTED_WINDOWS",
+    "MISSING_TOKEN_HINT",
     "REQUEST_ID_HEADER",
     "AccountTokens",
     "AcknowledgementPolicy",
@@ -76,6 +78,7 @@ __all__ = [
     "limiter_key",
     "load_shared_state",
     "mask_message",
+    "normalize_base_url",
     "nothing_stored",
     "parse_retry_after",
     "parse_windows",

@@ -1,7 +1,6 @@
 """The service interface as pydantic models: every resource, envelope and response of the spec."""
 
 from connector.contract._base import RequestModel, ResponseModel
-from connector.contract._formats import iso_countries, iso_currencies
 from connector.contract._openapi_models import (
     Account,
     AccountsPage,
@@ -51,6 +50,7 @@ from connector.contract._sync import (
     SyncEvent,
     validate_json_body,
 )
+from connector.contract.formats import iso_countries, iso_currencies
 
 __all__ = [
     "CANCELLED",

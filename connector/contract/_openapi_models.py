@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from connector.contract._base import RequestModel, ResponseModel
-from connector.contract._formats import HTTP_URL_PATTERN, JsonInt, NonEmptyStr
 from connector.contract._resources import AccommodationStatus
+from connector.contract.formats import HTTP_URL_PATTERN, JsonInt, NonEmptyStr
 
 
 class Account(ResponseModel):

@@ -8,7 +8,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from connector.contract._base import RequestModel
-from connector.contract._formats import (
+from connector.contract.formats import (
     CountryCode,
     CurrencyCode,
     DateYMD,

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from connector.contract._base import RequestModel, ResponseModel
-from connector.contract._formats import NonEmptyStr
 from connector.contract._resources import Accommodation, Reservation
+from connector.contract.formats import NonEmptyStr
 
 
 class SyncEvent(StrEnum):

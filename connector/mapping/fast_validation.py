@@ -1,6 +1,6 @@
 """A faster first pass of contract validation for the mapping engine's bulk of valid records.
 
-The contract's format types (``connector.contract._formats``) check values in Python
+The contract's format types (``connector.contract.formats``) check values in Python
 ``AfterValidator``s, which cost a call out of pydantic-core per value (about 3 to 4 µs each, most of
 the validation time of a reservation). This module compiles a twin of a contract model's core
 schema in which each of those checks is a native pydantic-core constraint (a pattern or a
@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import SchemaValidator
 
-from connector.contract import _formats
+from connector.contract import formats
 
 _YEAR = "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
 _MONTH_DAY = (
@@ -39,18 +39,18 @@ SURE_TIMESTAMP_PATTERN = (
 
 def _native(check: Callable[[str], str]) -> dict[str, Any] | None:
     """The native schema accepting a subset of what ``check`` accepts, or None."""
-    if check is _formats._check_date:
+    if check is formats._check_date:
         return {"type": "str", "pattern": SURE_DATE_PATTERN}
-    if check is _formats._check_timestamp:
+    if check is formats._check_timestamp:
         return {"type": "str", "pattern": SURE_TIMESTAMP_PATTERN}
-    if check is _formats._check_hh_mm:
-        return {"type": "str", "pattern": _formats.HH_MM_PATTERN}
-    if check is _formats._check_half_hour:
-        return {"type": "str", "pattern": _formats.HALF_HOUR_PATTERN}
-    if check is _formats._check_country:
-        return {"type": "literal", "expected": sorted(_formats.iso_countries())}
-    if check is _formats._check_currency:
-        return {"type": "literal", "expected": sorted(_formats.iso_currencies())}
+    if check is formats._check_hh_mm:
+        return {"type": "str", "pattern": formats.HH_MM_PATTERN}
+    if check is formats._check_half_hour:
+        return {"type": "str", "pattern": formats.HALF_HOUR_PATTERN}
+    if check is formats._check_country:
+        return {"type": "literal", "expected": sorted(formats.iso_countries())}
+    if check is formats._check_currency:
+        return {"type": "literal", "expected": sorted(formats.iso_currencies())}
     return None
 
 
@@ -120,7 +120,7 @@ def _as_typed_dicts(node: Any) -> Any:
         if name not in CHECKED_IN_SQL:
             raise TypeError(f"model validator {name} has no SQL twin in the mapping engine")
         return _as_typed_dicts(inner)
-    if kind == "function-before" and node["function"]["function"] is _formats._whole_number:
+    if kind == "function-before" and node["function"]["function"] is formats._whole_number:
         # Subset: 2.0 for an integer goes to the contract model, which makes it 2.
         return _as_typed_dicts(inner)
     if kind == "model":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic.fields import FieldInfo
 
-from connector.contract import _formats as formats
+from connector.contract import formats
 from connector.mapping.expressions import (
     ARITHMETIC_KEYS,
     Condition,

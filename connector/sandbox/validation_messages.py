@@ -11,7 +11,7 @@ import re
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from connector.contract._formats import NON_BLANK_PATTERN
+from connector.contract.formats import NON_BLANK_PATTERN
 from connector.secrets import is_sensitive
 
 MAX_REASON_CHARS = 300

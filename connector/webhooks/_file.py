@@ -24,7 +24,7 @@ from connector.contract import (
     WebhookConfig,
     WebhookHeader,
 )
-from connector.contract._formats import HTTP_URL_PATTERN
+from connector.contract.formats import HTTP_URL_PATTERN
 from connector.errors import MappingError
 from connector.mapping.expressions import StrictModel
 from connector.secrets import register_secret

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from connector.contract import RESOURCES, Entity
-from connector.contract._formats import (
+from connector.contract.examples import EXAMPLE_RESERVATION
+from connector.contract.formats import (
     CountryCode,
     CurrencyCode,
     DateYMD,
@@ -16,7 +17,6 @@ from connector.contract._formats import (
     TimeHHmm,
     Timestamp,
 )
-from connector.contract.examples import EXAMPLE_RESERVATION
 from connector.mapping.fast_validation import sure_validator
 
 
