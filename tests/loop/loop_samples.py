@@ -26,13 +26,13 @@ POSTGRES_URL = os.environ.get(
 
 
 def fast_delivery_config() -> SandboxConfig:
-    """The tests' accounts, with event deliveries retried after 50 ms (doubling to 0.4 s)
-    instead of after a second, for about 23 s in all: a receiver started while a delivery is
+    """The tests' accounts, with event deliveries retried after 50 ms (doubling to 0.5 s)
+    instead of after a second, for about 22 s in all: a receiver started while a delivery is
     retried may take several seconds to listen on a loaded machine."""
     return multi_account_config().model_copy(
         update={
             "event_delivery": EventDeliverySettings(
-                max_attempts=60, backoff_s=0.05, max_backoff_s=0.4, timeout_s=2.0
+                max_attempts=50, backoff_s=0.05, max_backoff_s=0.5, timeout_s=2.0
             )
         }
     )
