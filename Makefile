@@ -77,10 +77,11 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench all
 
-# The 1M size (about 15 minutes a run): mapping, diff against the full snapshot (seeded, not
-# pushed), no-change and 1 %-changed runs. BENCH_RUNS=3 for medians.
+# The 1M size: mapping, diff against the full snapshot (seeded, not pushed), no-change and
+# 1 %-changed runs, and the DuckDB-only floor interleaved with pms-sync (bench/floor.py).
+# BENCH_RUNS=3 for medians.
 bench-1m: $(BENCH_STAMP)
-	$(BIN)/python -m bench map,diff,noop,change --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
+	$(BIN)/python -m bench map,diff,noop,change,floor --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
 
 # Scale-out (issue 17, about 5 minutes): 8 accounts x 10k reservations on a PostgreSQL snapshot
 # (127.0.0.1:5432, database test; BENCH_POSTGRES_URL), one after another and 4 runs at once.

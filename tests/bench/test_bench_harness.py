@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 
-from bench import stage
+from bench import floor, stage
 from bench.data import prepare
 from bench.peers import naive_sync
 from bench.report import markdown_table
@@ -44,6 +44,19 @@ def test_stages_run_at_a_tiny_size(tmp_path):
         naive = naive_sync(dataset.base / "data", sandbox.base_url, limit=5)
         assert naive["requests"] == dataset.rooms + 5 and naive["failed"] == 0
 
+    # The floor builds pms-sync's documents byte for byte, and finds what changed.
+    assert floor.check(dataset.base / "data", dataset.mapping) == {
+        "reservations": 150,
+        "floor_reservations": 150,
+        "identical": 150,
+        "differing_sample": [],
+    }
+    state = tmp_path / "floor.duckdb"
+    assert floor.prepare(dataset.base / "data", state) == {"sent": 150}
+    for variant in ("full", "fingerprint"):
+        assert floor.run(variant, dataset.base / "data", state)["changed"] == 0
+        assert floor.run(variant, dataset.changed / "data", state)["changed"] == 1
+
     results = {
         "date": "today",
         "commit": "abc",
@@ -62,8 +75,18 @@ def test_stages_run_at_a_tiny_size(tmp_path):
                 "noop": {**noop, "sandbox_requests": 0, "peak_rss_mb": 1.0},
                 "change": {**change, "sandbox_requests": 1, "peak_rss_mb": 1.0},
                 "naive": {"first": naive, "noop": naive, "change": naive, "prefix": 5},
+                "floor": {
+                    "check": {"identical": 150, "reservations": 150},
+                    "noop": {
+                        "pms_sync": {"seconds": 2.0, "peak_rss_mb": 400.0},
+                        "floor": {"seconds": 1.0, "peak_rss_mb": 200.0},
+                        "time_ratio": 2.0,
+                        "memory_ratio": 2.0,
+                    },
+                },
             }
         },
     }
     table = markdown_table(results)
     assert "nightly run, nothing changed (requests)" in table and "| 150 |" in table
+    assert "2.00 s vs 1.00 s = 2.0x" in table and "150 of 150" in table
