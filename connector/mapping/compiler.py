@@ -262,6 +262,9 @@ class Compiler:
         self._volatile = []
         self._joined_inputs = []
         self._fingerprintable = True
+        # Aliases are numbered per query, so an entity's SQL (and its mapping fingerprint) is
+        # the same whether it is compiled alone (a Dagster step) or after another entity.
+        self._index = 0
         scope, join_clauses = self._scope(spec.input, spec.joins, member)
         compiler = ScopeCompiler(self, scope, member)
         fields = spec.fields

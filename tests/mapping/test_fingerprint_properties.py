@@ -211,3 +211,16 @@ def test_a_fingerprinted_run_plans_exactly_what_a_full_remap_plans(
     assert reservations.carried > 0, applied
     assert reservations.mapped == len(reservations.records) - reservations.carried
     assert not len(plan_sync(mapping, settings_).changes), applied
+
+
+def test_an_entity_compiles_to_the_same_sql_alone_or_after_another(hotel_env: None) -> None:
+    """A Dagster step maps one entity, the CLI both: the same SQL, so the same mapping
+    fingerprint, or one would remap everything the other fingerprinted."""
+    from connector.mapping import load_mapping, prepare
+    from tests.samples import HOTEL
+
+    mapping = load_mapping(HOTEL / "mapping.yaml")
+    alone = prepare(mapping, [Entity.RESERVATION]).queries[Entity.RESERVATION]
+    after_units = prepare(mapping).queries[Entity.RESERVATION]
+    assert alone.sql == after_units.sql
+    assert alone.key_rows_sql == after_units.key_rows_sql
