@@ -169,6 +169,22 @@ def _sql_error(
     return _member_error(mapping, f"{what}: {_first_line(error)}", ("entities", query.entity.value))
 
 
+def _failed_on_data(
+    connection: duckdb.DuckDBPyConnection,
+    mapping: Mapping,
+    query: EntityQuery,
+    error: duckdb.Error,
+) -> MappingError:
+    """Only user SQL can fail on data (a CAST of an unexpected value): name it."""
+    return _sql_error(
+        connection,
+        mapping,
+        query,
+        error,
+        "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
+    )
+
+
 def _member_error(mapping: Mapping, message: str, member: tuple[str | int, ...]) -> MappingError:
     return MappingError(
         message,
@@ -237,13 +253,7 @@ def run_prepared(
                 try:
                     split = split_by_fingerprint(connection, prepared.mapping, query, fingerprints)
                 except duckdb.Error as error:
-                    raise _sql_error(
-                        connection,
-                        prepared.mapping,
-                        query,
-                        error,
-                        "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
-                    ) from None
+                    raise _failed_on_data(connection, prepared.mapping, query, error) from None
                 sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
             if known is None and (split is None or len(split.mapped)):
                 known = _load_validated(connection, validated)
@@ -263,14 +273,7 @@ def run_prepared(
                 if window is not None and entity == Entity.RESERVATION:
                     elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:
-                # Only user SQL can fail on data (a CAST of an unexpected value): name it.
-                raise _sql_error(
-                    connection,
-                    prepared.mapping,
-                    query,
-                    error,
-                    "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
-                ) from None
+                raise _failed_on_data(connection, prepared.mapping, query, error) from None
             result = validator.result()
             if elsewhere is not None:
                 result.present_elsewhere = elsewhere

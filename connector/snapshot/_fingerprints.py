@@ -33,16 +33,17 @@ STORED_COLUMNS: tuple[str, ...] = (
 """What a store's ``stored_fingerprints`` returns (connector.mapping.fingerprints)."""
 """The migration that created ``source_fingerprints``."""
 
-_STORED_SQL = """
+# One statement for both backends, in SQLAlchemy's parameter style (DuckDB takes `$name`).
+STORED_SQL = """
 SELECT f.source_account, f.record_id, f.fingerprint, f.account_id, f.content_hash,
        a.checkin, a.checkout
 FROM source_fingerprints AS f
 JOIN acknowledged AS a
   ON a.account_id = f.account_id AND a.entity = f.entity AND a.record_id = f.record_id
  AND a.content_hash = f.content_hash AND a.status = 'active'
- AND a.connection IS NOT DISTINCT FROM $owner
-WHERE f.connection = $connection AND f.entity = $entity
-  AND f.mapping_fingerprint = $mapping_fingerprint
+ AND a.connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR)
+WHERE f.connection = :connection AND f.entity = :entity
+  AND f.mapping_fingerprint = :mapping_fingerprint
 """
 
 
@@ -59,7 +60,7 @@ def stored_fingerprints(
 ) -> pa.Table:
     """STORED_COLUMNS (connector.mapping.fingerprints) of the records still held as mapped."""
     return cursor.sql(
-        _STORED_SQL,
+        STORED_SQL.replace(":", "$"),
         params={
             "connection": connection_key(connection),
             "owner": connection,

@@ -34,7 +34,7 @@ from connector.errors import SnapshotError
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
-from connector.snapshot._fingerprints import STORED_COLUMNS, connection_key
+from connector.snapshot._fingerprints import STORED_COLUMNS, STORED_SQL, connection_key
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._location import shown_location, sqlalchemy_url
 from connector.snapshot._locks import HOLDERS_TABLE_SQL, LockScope, ScopeLocks
@@ -67,17 +67,6 @@ _BOOLEAN = 16
 
 # The acknowledged columns a decision needs: everything but the payload, which stands in as
 # the one member the SQL reads from it (its status).
-_STORED_FINGERPRINTS_SQL = """
-SELECT f.source_account, f.record_id, f.fingerprint, f.account_id, f.content_hash,
-       a.checkin, a.checkout
-FROM source_fingerprints AS f
-JOIN acknowledged AS a
-  ON a.account_id = f.account_id AND a.entity = f.entity AND a.record_id = f.record_id
- AND a.content_hash = f.content_hash AND a.status = 'active'
- AND a.connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR)
-WHERE f.connection = :connection AND f.entity = :entity
-  AND f.mapping_fingerprint = :mapping_fingerprint
-"""
 
 _DECISION_COLUMNS = """
     account_id, entity, record_id, content_hash,
@@ -711,7 +700,7 @@ class PostgresSnapshot(PortableReads):
         self, connection: str | None, entity: Entity, mapping_fingerprint: str
     ) -> pa.Table:
         found = self._query(
-            _STORED_FINGERPRINTS_SQL,
+            STORED_SQL,
             {
                 "connection": connection_key(connection),
                 "owner": connection,
