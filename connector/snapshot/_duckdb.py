@@ -744,6 +744,12 @@ def _keep_private(file: Path) -> None:
                 os.chmod(path, PRIVATE_FILE_MODE)
 
 
+# The snapshot's share of a run's memory: its diff joins keys and hashes only (payloads stay
+# on disk until a change needs one), and the mapping engine's own 1 GB is released before it.
+SNAPSHOT_MEMORY_LIMIT = "500MB"
+_CONFIG = {"memory_limit": SNAPSHOT_MEMORY_LIMIT}
+
+
 def _connect(
     file: Path, lock_timeout: float, *, read_only: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -751,11 +757,11 @@ def _connect(
     while True:
         try:
             if read_only or file.exists():
-                return duckdb.connect(str(file), read_only=read_only)
+                return duckdb.connect(str(file), read_only=read_only, config=_CONFIG)
             # A new file is created 0600 from its first byte: DuckDB takes the umask's mode.
             previous = os.umask(0o077)
             try:
-                return duckdb.connect(str(file))
+                return duckdb.connect(str(file), config=_CONFIG)
             finally:
                 os.umask(previous)
         except duckdb.IOException as error:

@@ -154,33 +154,26 @@ def fingerprint_reader_of(
 
 
 class _FileReader:
+    """Reads a DuckDB snapshot file through a short-lived read-only connection per entity, so
+    no second DuckDB instance holds memory while the mapping runs."""
+
     def __init__(self, path: str | Path | None, connection: str | None) -> None:
         self._connection = connection
-        self._db: duckdb.DuckDBPyConnection | None = None
-        file = Path(path).expanduser() if path is not None else None
-        if file is None or not file.exists():
-            return
-        try:
-            db = duckdb.connect(str(file), read_only=True)
-        except duckdb.Error:
-            return
-        try:
-            versions = {
-                v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
-            }
-        except duckdb.Error:
-            versions = set()
-        if FINGERPRINTS_SINCE in versions:
-            self._db = db
-        else:
-            db.close()
+        self._file = Path(path).expanduser() if path is not None else None
 
     def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
-        if self._db is None:
+        if self._file is None or not self._file.exists():
             return None
-        return stored_fingerprints(self._db, self._connection, entity, mapping_fingerprint)
+        try:
+            with duckdb.connect(str(self._file), read_only=True) as db:
+                versions = {
+                    v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
+                }
+                if FINGERPRINTS_SINCE not in versions:
+                    return None
+                return stored_fingerprints(db, self._connection, entity, mapping_fingerprint)
+        except duckdb.Error:
+            return None  # a file another process is writing: every record is mapped
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        return None
