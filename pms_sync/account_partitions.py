@@ -8,7 +8,7 @@ asset (the accounts the export names, external ids included). A partition key is
 the export names it, before external ids are resolved: the value that decides which rows a run
 reads.
 
-A run covers a rectangle of partitions: some accounts × a range of months. The nightly schedule
+A run covers a rectangle of partitions: some accounts x a range of months. The nightly schedule
 starts one run per account; a backfill's single-run policy groups its partitions by the
 dimension with fewer keys (one run per account when there are fewer accounts than months). Every
 step of such a run (the units too, which are not partitioned) reads, syncs and reconciles only
@@ -45,7 +45,7 @@ def accounts_definition(connection: Connection) -> dg.DynamicPartitionsDefinitio
 def reservation_partitions_of(
     connection: Connection, months: dg.MonthlyPartitionsDefinition
 ) -> dg.PartitionsDefinition:
-    """The reservations' partitions: months, or accounts × months when partitioned by account."""
+    """The reservations' partitions: months, or accounts x months when partitioned by account."""
     if not connection.partitioned_by_account:
         return months
     return dg.MultiPartitionsDefinition(
@@ -76,7 +76,7 @@ def declared_accounts(connection: Connection) -> set[str] | None:
     None when some entity's account comes from the export's data (a column, external ids)."""
     mapping = connection.mapping
     found: set[str] = set()
-    for entity in mapping.entities:
+    for entity in mapping.entities.keys():
         expression = mapping.account_for(Entity(entity))
         if getattr(expression, "external_id", False):
             return None
@@ -140,12 +140,13 @@ def rectangle_tags(months: dg.PartitionKeyRange, accounts: Sequence[str]) -> dic
 
 
 def per_account_requests(
-    months: dg.PartitionKeyRange, accounts: Sequence[str], tags: Mapping[str, str]
+    months: dg.PartitionKeyRange, accounts: Sequence[str], tags: Mapping[str, str], tick: str
 ) -> list[dg.RunRequest]:
-    """One run per account over the months: each fails and retries on its own."""
+    """One run per account over the months: each fails and retries on its own. ``tick`` names
+    the evaluation (a schedule's tick), so a re-evaluated tick starts no run twice."""
     return [
         dg.RunRequest(
-            run_key=None,
+            run_key=f"{tick}:{account}",
             tags={**rectangle_tags(months, [account]), **tags, ACCOUNT_TAG: account},
         )
         for account in accounts

@@ -47,7 +47,9 @@ def build_schedule(
             accounts = registered_accounts(context.instance, connection)
             if not accounts:
                 return no_accounts_yet(connection)
-            return per_account_requests(current_range(partitions, today), accounts, trigger)
+            months = current_range(partitions, today)
+            tick_name = f"nightly:{tick.isoformat() if tick else today}"
+            return per_account_requests(months, accounts, trigger, tick_name)
         window = nightly_tags(partitions, today)
         return dg.RunRequest(run_key=None, tags={**window, **trigger})
 
