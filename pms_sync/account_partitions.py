@@ -76,7 +76,7 @@ def declared_accounts(connection: Connection) -> set[str] | None:
     None when some entity's account comes from the export's data (a column, external ids)."""
     mapping = connection.mapping
     found: set[str] = set()
-    for entity in mapping.entities.keys():
+    for entity, _spec in mapping.entities.items():
         expression = mapping.account_for(Entity(entity))
         if getattr(expression, "external_id", False):
             return None
