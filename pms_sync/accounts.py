@@ -19,8 +19,8 @@ from connector.accounts import AccountDiscovery, external_ids_of
 from connector.contract import Account, Entity
 from connector.pipeline import load_batches
 from connector.records import MappedRecords
-from connector.snapshot import DiscoveredAccount
-from pms_sync.account_partitions import register_accounts
+from connector.snapshot import DiscoveredAccount, LockScope
+from pms_sync.account_partitions import register_accounts, run_accounts
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
@@ -125,7 +125,10 @@ def _materialize(
             ],
         )
         return
-    with snapshot.open() as store:
+    # A run of some accounts writes within them, beside the runs of the other accounts.
+    accounts = run_accounts(connection, context.run.tags, context.instance)
+    scope = None if accounts is None else LockScope(connection.mapping.name, accounts)
+    with snapshot.open(scope) as store:
         discovery = AccountDiscovery(settings.open_api, settings.client, store)
         found = _discover(discovery, records)
         discovery.save(store)

@@ -153,7 +153,7 @@ def unit_references(reservations: pd.DataFrame) -> pd.DataFrame:
 def _known_units(
     snapshot: SnapshotResource, accommodations: MappedBatch | None
 ) -> set[tuple[str, str]]:
-    with snapshot.open() as store:
+    with snapshot.read() as store:
         acknowledged = store.acknowledged(Entity.ACCOMMODATION)
     known = set(zip(acknowledged["account_id"], acknowledged["record_id"], strict=True))
     if accommodations is not None:

@@ -173,7 +173,7 @@ def _drop_folder_sensor(
         cursor = json.dumps(now, sort_keys=True)
         if not files:
             return dg.SensorResult(skip_reason="no landed file matches an input", cursor=cursor)
-        window = drop_folder_window(context.instance, connection, partitions)
+        window = drop_folder_window(context, connection, partitions)
         if window is None:  # the cursor stays: the file is read once accounts are known
             return no_accounts_yet(connection)
         names = ", ".join(sorted(path.name for path in files.values()))
@@ -199,7 +199,7 @@ def _drop_folder_sensor(
 
 
 def drop_folder_window(
-    instance: dg.DagsterInstance,
+    context: dg.SensorEvaluationContext,
     connection: Connection,
     partitions: dg.MonthlyPartitionsDefinition | None,
 ) -> dict[str, str] | None:
@@ -208,7 +208,8 @@ def drop_folder_window(
     (None: none yet)."""
     if partitions is None or not connection.partitioned_by_account:
         return nightly_tags(partitions)
-    accounts = registered_accounts(instance, connection)
+    # The instance only now: a sensor tested without one still evaluates monthly windows.
+    accounts = registered_accounts(context.instance, connection)
     return rectangle_tags(current_range(partitions), accounts) if accounts else None
 
 

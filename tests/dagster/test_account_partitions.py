@@ -9,10 +9,12 @@ import dagster as dg
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
+from connector.snapshot import LockScope, Snapshot
 from pms_sync.account_partitions import accounts_definition, partition_key
+from pms_sync.assets import SNAPSHOT_POOL
 from pms_sync.connections import load_connection
 from pms_sync.factory import build_definitions
-from pms_sync.resources import ServiceResource
+from pms_sync.resources import ServiceResource, SnapshotResource
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -188,3 +190,43 @@ def test_one_run_per_account_fails_and_is_re_run_on_its_own(
         again = launch(defs, nightly_runs(defs, instance)[0], instance)
         assert again.success
         assert partition_metadata(instance, "synced_reservations", "demo|2025-03")["skip"] == 1
+
+
+def test_on_postgresql_a_run_of_one_account_syncs_while_another_account_is_written(
+    hotel: Export,
+    resources: dict[str, object],
+    clean_sandbox: SandboxHandle,
+    postgres_snapshot_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=0))
+    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
+    service = ServiceResource(
+        base_url=clean_sandbox.base_url,
+        token="demo-token",
+        account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
+    )
+    snapshot = SnapshotResource(path=postgres_snapshot_url, lock_timeout=1)
+    defs = build_definitions(
+        hotel.folder.parent, {**resources, "service": service, "snapshot": snapshot}
+    )
+    synced = dg.AssetKey(["hotel", "synced_reservations"])
+    # No pool on PostgreSQL: the scope locks keep two runs of one account apart, not Dagster.
+    assert defs.resolve_assets_def(synced).op.pool is None
+    on_duckdb = build_definitions(hotel.folder.parent, resources)
+    assert on_duckdb.resolve_assets_def(synced).op.pool == SNAPSHOT_POOL
+    with dg.instance_for_test() as instance:
+        register_accounts_from_export(defs, instance)
+        demo, hotel_a = nightly_runs(defs, instance)
+        # A writer of demo (another run, the CLI) holds demo's scope of connection hotel.
+        held = LockScope("hotel", frozenset({"demo"}))
+        with Snapshot.open(postgres_snapshot_url, scope=held, lock_timeout=1):
+            other_account = launch(defs, hotel_a, instance)
+            same_account = launch(defs, demo, instance)
+
+        assert other_account.success
+        assert stays(clean_sandbox, "hotel-a") == {"B3", "B4", "B5"}
+        assert not same_account.success  # waited lock_timeout for demo's scope, then failed
+        assert stays(clean_sandbox, "demo") == set()
+        assert launch(defs, demo, instance).success
+        assert stays(clean_sandbox, "demo") == {"B1", "B2"}
