@@ -38,6 +38,21 @@ def hotel(tmp_path: Path) -> Export:
     return export
 
 
+def two_accounts_service(
+    sandbox: SandboxHandle, monkeypatch: pytest.MonkeyPatch
+) -> ServiceResource:
+    """The service with a token per account (the sandbox's ``demo`` and ``hotel-a``); a failed
+    step is not retried (the production policy waits 30 s and more): the failure stays."""
+    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=0))
+    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
+    return ServiceResource(
+        base_url=sandbox.base_url,
+        token="demo-token",
+        account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
+        max_attempts=1,
+    )
+
+
 def register_accounts_from_export(defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
     """What a data engineer does once: materialize ``hotel/accounts`` (the export's accounts)."""
     result = defs.resolve_job_def("hotel_sync").execute_in_process(
@@ -137,15 +152,7 @@ def test_one_run_per_account_fails_and_is_re_run_on_its_own(
     clean_sandbox: SandboxHandle,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # No step retries here (the production policy waits 30 s and more): the failure stays.
-    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=0))
-    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
-    service = ServiceResource(
-        base_url=clean_sandbox.base_url,
-        token="demo-token",
-        account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
-        max_attempts=1,
-    )
+    service = two_accounts_service(clean_sandbox, monkeypatch)
     defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
     with dg.instance_for_test() as instance:
         register_accounts_from_export(defs, instance)
@@ -199,13 +206,7 @@ def test_on_postgresql_a_run_of_one_account_syncs_while_another_account_is_writt
     postgres_snapshot_url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("pms_sync.assets.SYNC_RETRY", dg.RetryPolicy(max_retries=0))
-    monkeypatch.setenv("TEST_HOTEL_A_TOKEN", "hotel-a-token")
-    service = ServiceResource(
-        base_url=clean_sandbox.base_url,
-        token="demo-token",
-        account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
-    )
+    service = two_accounts_service(clean_sandbox, monkeypatch)
     snapshot = SnapshotResource(path=postgres_snapshot_url, lock_timeout=1)
     defs = build_definitions(
         hotel.folder.parent, {**resources, "service": service, "snapshot": snapshot}
