@@ -6,7 +6,8 @@ instead of iterating over Python objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 import pandas as pd
@@ -99,6 +100,30 @@ class MappedRecords:
     @property
     def accounts(self) -> list[str]:
         return sorted(self.records["account_id"].unique().tolist())
+
+    def of_accounts(self, accounts: Collection[str]) -> MappedRecords:
+        """The records and problems of these accounts only (as ``account_id`` names them):
+        a run of some accounts of a connection. Rows of no account belong to none of them."""
+        wanted = {str(account) for account in accounts}
+
+        def keep(frame: pd.DataFrame) -> pd.DataFrame:
+            if not len(frame) or "account_id" not in frame:
+                return frame
+            inside = frame["account_id"].astype(str).isin(wanted).to_numpy()
+            return frame.loc[inside].reset_index(drop=True)
+
+        records = keep(self.records)
+        return replace(
+            self,
+            records=records,
+            quarantine=keep(self.quarantine),
+            present_elsewhere=keep(self.present_elsewhere),
+            unresolved=keep(self.unresolved),
+            # A fingerprint kept for a record of another account would carry that record over
+            # unmapped in its own run, although this run never sent it.
+            fingerprints=keep(self.fingerprints) if self.fingerprints is not None else None,
+            carried=int(records["payload"].isna().sum()) if self.carried else 0,
+        )
 
     def quarantined_keys(self) -> pd.DataFrame:
         """(account_id, record_id) of records present in the export but invalid, once each."""

@@ -19,7 +19,8 @@ from connector.accounts import AccountDiscovery, external_ids_of
 from connector.contract import Account, Entity
 from connector.pipeline import load_batches
 from connector.records import MappedRecords
-from connector.snapshot import DiscoveredAccount
+from connector.snapshot import DiscoveredAccount, LockScope
+from pms_sync.account_partitions import register_accounts, run_accounts
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
@@ -44,15 +45,18 @@ class AccountsFound:
         return [a for a in self.listed if a.externalId not in named]
 
 
-def build_accounts_asset(connection: Connection) -> dg.AssetsDefinition:
-    """``<name>/accounts`` and its check, fed by the mapped units (or the reservations)."""
+def build_accounts_asset(
+    connection: Connection, pool: str | None = SNAPSHOT_POOL
+) -> dg.AssetsDefinition:
+    """``<name>/accounts`` and its check, fed by the mapped units (or the reservations). With
+    account partitions, the accounts found become partitions (``pms_sync.account_partitions``)."""
     keys = connection_keys(connection.name)
     key = dg.AssetKey([connection.name, "accounts"])
     options: dict[str, Any] = dict(
         key=key,
         group_name=connection.name,
         kinds={"duckdb"},
-        pool=SNAPSHOT_POOL,
+        pool=pool,
         check_specs=[
             dg.AssetCheckSpec(
                 CHECK_ACCOUNTS_KNOWN,
@@ -79,7 +83,7 @@ def build_accounts_asset(connection: Connection) -> dg.AssetsDefinition:
             service: ServiceResource,
             snapshot: SnapshotResource,
         ) -> Iterator[dg.MaterializeResult]:
-            yield from _materialize(context, mapped.records, service, snapshot)
+            yield from _materialize(context, connection, mapped.records, service, snapshot)
 
         return accounts_of_units
 
@@ -93,21 +97,24 @@ def build_accounts_asset(connection: Connection) -> dg.AssetsDefinition:
         # No units export: the reservations are read whole (no window) for their accounts.
         with sources.environment():
             batches, _ = load_batches(connection.path, entities=[Entity.RESERVATION])
-        yield from _materialize(context, batches[Entity.RESERVATION], service, snapshot)
+        yield from _materialize(context, connection, batches[Entity.RESERVATION], service, snapshot)
 
     return accounts_of_reservations
 
 
 def _materialize(
     context: dg.AssetExecutionContext,
+    connection: Connection,
     records: MappedRecords,
     service: ServiceResource,
     snapshot: SnapshotResource,
 ) -> Iterator[dg.MaterializeResult]:
     settings = service.settings(snapshot)
     if settings.open_api is None:
+        # Nothing to look up: every account the export names is taken as it is.
+        added = _add_partitions(context, connection, external_ids_of(records))
         yield dg.MaterializeResult(
-            metadata={"open_api_client": dg.MetadataValue.text("not configured")},
+            metadata={"open_api_client": dg.MetadataValue.text("not configured"), **added},
             check_results=[
                 dg.AssetCheckResult(
                     check_name=CHECK_ACCOUNTS_KNOWN,
@@ -118,12 +125,17 @@ def _materialize(
             ],
         )
         return
-    with snapshot.open() as store:
+    # A run of some accounts writes within them, beside the runs of the other accounts.
+    accounts = run_accounts(connection, context.run.tags, context.instance)
+    scope = None if accounts is None else LockScope(connection.mapping.name, accounts)
+    with snapshot.open(scope) as store:
         discovery = AccountDiscovery(settings.open_api, settings.client, store)
         found = _discover(discovery, records)
         discovery.save(store)
     stats = discovery.report.stats
     named = external_ids_of(records)
+    # Only accounts the service has: an unknown one's rows are quarantined by every run.
+    added = _add_partitions(context, connection, set(found.matched))
     without = found.without_rows
     metadata = {
         "open_api_client": dg.MetadataValue.text(settings.open_api.client_id),
@@ -161,7 +173,7 @@ def _materialize(
     if found.unknown:
         context.log.warning(f"accounts without an account on the service: {unknown}")
     yield dg.MaterializeResult(
-        metadata=masked_metadata(metadata),
+        metadata={**masked_metadata(metadata), **added},
         check_results=[
             dg.AssetCheckResult(
                 check_name=CHECK_ACCOUNTS_KNOWN,
@@ -204,3 +216,15 @@ def _rows_per_account(records: MappedRecords) -> dict[str, int]:
             for value, n in frame["account_id"].fillna("").astype(str).value_counts().items():
                 counts[str(value)] = counts.get(str(value), 0) + int(n)
     return counts
+
+
+def _add_partitions(
+    context: dg.AssetExecutionContext, connection: Connection, accounts: set[str]
+) -> dict[str, dg.MetadataValue]:
+    """The export's accounts as partitions, when the connection is partitioned by account."""
+    if not connection.partitioned_by_account:
+        return {}
+    added = register_accounts(context.instance, connection, accounts)
+    if added:
+        context.log.info(f"accounts added as partitions: {', '.join(added)}")
+    return {"partitions_added": dg.MetadataValue.int(len(added))}

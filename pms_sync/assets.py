@@ -22,11 +22,13 @@ from pydantic import Field
 from connector.client import ServiceUnreachableError
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.pipeline import SyncReport, load_batches, records_within, report_within, sync_batches
+from connector.pipeline import SyncReport, load_batches, report_within, sync_batches
 from connector.plan import format_duration
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import GuardRules
+from connector.snapshot import is_database_url
+from pms_sync.account_partitions import run_accounts
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome
@@ -66,6 +68,17 @@ from pms_sync.storage import OPTIONAL_INPUT
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
+
+
+def snapshot_pool(connection: Connection, snapshot: str | None) -> str | None:
+    """The pool of the connection's snapshot steps: ``SNAPSHOT_POOL`` (one writer at a time)
+    on a DuckDB file; none on a PostgreSQL snapshot when the connection is partitioned by
+    account, whose runs of different accounts then write at once (the scope locks of
+    ``connector.snapshot`` keep two runs of one account apart)."""
+    if snapshot is not None and is_database_url(snapshot) and connection.partitioned_by_account:
+        return None
+    return SNAPSHOT_POOL
+
 
 SYNC_RETRY = dg.RetryPolicy(
     max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS
@@ -117,19 +130,27 @@ def entities_of(connection: Connection) -> set[Entity]:
 
 
 def build_assets(
-    connection: Connection, partitions: dg.PartitionsDefinition
+    connection: Connection, partitions: dg.PartitionsDefinition, pool: str | None = SNAPSHOT_POOL
 ) -> list[dg.AssetsDefinition]:
-    """The mapped and synced assets of the entities the connection's mapping defines."""
+    """The mapped and synced assets of the entities the connection's mapping defines; the
+    synced ones run in ``pool`` (``snapshot_pool``)."""
     entities = entities_of(connection)
     built: list[dg.AssetsDefinition] = []
     if Entity.ACCOMMODATION in entities:
-        built += [_mapped_accommodations(connection), _synced_accommodations(connection)]
+        built += [_mapped_accommodations(connection), _synced_accommodations(connection, pool)]
     if Entity.RESERVATION in entities:
         built += [
             _mapped_reservations(connection, partitions),
-            _synced_reservations(connection, partitions, Entity.ACCOMMODATION in entities),
+            _synced_reservations(connection, partitions, Entity.ACCOMMODATION in entities, pool),
         ]
     return built
+
+
+def accounts_of_run(
+    context: dg.AssetExecutionContext, connection: Connection
+) -> frozenset[str] | None:
+    """The accounts the run covers (account partitions), None: every account."""
+    return run_accounts(connection, context.run.tags, context.instance)
 
 
 # -- mapping ------------------------------------------------------------------------------
@@ -141,6 +162,7 @@ def _map(
     window: DateWindow | None,
     snapshot: SnapshotResource,
     files: dict[str, str],
+    accounts: frozenset[str] | None = None,
 ) -> MappedBatch:
     # The snapshot is only read (the payloads it knows valid): mapping takes no write lock.
     batches, policy = load_batches(
@@ -151,6 +173,7 @@ def _map(
         input_paths={
             name: path for name, path in files.items() if name in entity_inputs(connection, entity)
         },
+        accounts=accounts,
     )
     records = batches.get(entity) or MappedRecords(entity)
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
@@ -182,8 +205,9 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         sources: SourcesResource,
         snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
+        accounts = accounts_of_run(context, connection)
         with sources.environment():
-            batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files)
+            batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files, accounts)
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
     return mapped_accommodations
@@ -218,15 +242,21 @@ def _mapped_reservations(
         snapshot: SnapshotResource,
     ) -> dg.MaterializeResult:
         window = window_of(context.partition_time_window)
-        context.log.info(f"mapping reservations with check-in in [{window.start}, {window.end})")
+        accounts = accounts_of_run(context, connection)
+        context.log.info(
+            f"mapping reservations with check-in in [{window.start}, {window.end})"
+            + (f" of account(s) {', '.join(sorted(accounts))}" if accounts is not None else "")
+        )
         with sources.environment():
-            batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files)
-        # Each month's materialization carries that month's records and problems.
+            batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files, accounts)
+        # Each partition's materialization carries its month's (and account's) records and problems.
         by_partition = {}
-        for key, month in partition_windows(context).items():
-            metadata = mapped_metadata(records_within(batch.records, month))
+        for key, scope in partition_windows(context).items():
+            metadata = mapped_metadata(scope.records(batch.records))
             del metadata["validated_before"]  # counted for the whole run only
-            metadata["window"] = dg.MetadataValue.text(f"{month.start} .. {month.end}")
+            metadata["window"] = dg.MetadataValue.text(
+                f"{scope.window.start} .. {scope.window.end}"
+            )
             by_partition[key] = metadata
         add_partition_metadata(context, by_partition)
         return dg.MaterializeResult(
@@ -307,6 +337,7 @@ def _sync(
     sync_checks: SyncChecksResource,
     by_checkin: bool = False,
 ) -> SyncReport:
+    accounts = accounts_of_run(context, connection)
     # A run of the <connection>_reconcile schedule continues the full reconciliation pass.
     reconcile = context.run.tags.get(RECONCILE_TAG) == "1"
     return sync_batches(
@@ -320,6 +351,7 @@ def _sync(
         release_units_with_stays=sync_checks.allow_deactivation_with_stays,
         reconcile=reconcile,
         by_checkin=by_checkin,
+        accounts=accounts,
     )
 
 
@@ -566,7 +598,7 @@ def _runs_in_same_run(context: dg.AssetExecutionContext, key: dg.AssetKey) -> bo
     return key in context.job_def.asset_layer.asset_graph.get_all_asset_keys()
 
 
-def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
+def _synced_accommodations(connection: Connection, pool: str | None) -> dg.AssetsDefinition:
     keys = connection_keys(connection.name)
 
     @dg.asset(
@@ -576,7 +608,7 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
         kinds={"duckdb"},
         ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
         backfill_policy=dg.BackfillPolicy.single_run(),
-        pool=SNAPSHOT_POOL,
+        pool=pool,
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
         check_specs=_sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
@@ -627,7 +659,10 @@ def _synced_accommodations(connection: Connection) -> dg.AssetsDefinition:
 
 
 def _synced_reservations(
-    connection: Connection, partitions: dg.PartitionsDefinition, has_accommodations: bool
+    connection: Connection,
+    partitions: dg.PartitionsDefinition,
+    has_accommodations: bool,
+    pool: str | None,
 ) -> dg.AssetsDefinition:
     keys = connection_keys(connection.name)
     ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
@@ -647,7 +682,7 @@ def _synced_reservations(
         ins=ins,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        pool=SNAPSHOT_POOL,
+        pool=pool,
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
         check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
@@ -695,8 +730,12 @@ def _synced_reservations(
         key = keys.synced_reservations
         by_partition: dict[str, dict[str, object]] = {}
         results: list[tuple[str, dg.AssetCheckResult]] = []
-        for partition, month in partition_windows(context).items():
-            part = report_within(report, mapped.records, month)
+        scopes = partition_windows(context)
+        # A run of several accounts (a backfill grouped by month) splits by account too.
+        several = len({scope.account for scope in scopes.values()}) > 1
+        for partition, scope in scopes.items():
+            only = {scope.account} if several and scope.account is not None else None
+            part = report_within(report, mapped.records, scope.window, only)
             counts = current_counts(part, str(Entity.RESERVATION))
             metadata = sync_metadata(part, str(Entity.RESERVATION))
             for name in RUN_LEVEL_SYNC_KEYS:

@@ -15,14 +15,12 @@ import dagster as dg
 import pandas as pd
 
 from connector.contract import Entity
-from connector.pipeline import records_within
 from connector.records import MappedRecords
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
-from pms_sync.partition_reports import partition_check_events
-from pms_sync.partitions import window_of
+from pms_sync.partition_reports import partition_check_events, partition_scopes
 from pms_sync.resources import SnapshotResource, SyncChecksResource
 from pms_sync.storage import OPTIONAL_INPUT
 
@@ -31,7 +29,7 @@ CHECK_UNIT_IDS = "unit_ids_known"
 
 
 def build_checks(
-    connection: Connection, partitions: dg.PartitionsDefinition
+    connection: Connection, partitions: dg.PartitionsDefinition, pool: str | None = SNAPSHOT_POOL
 ) -> list[dg.AssetChecksDefinition]:
     keys = connection_keys(connection.name)
     entities = entities_of(connection)
@@ -40,7 +38,9 @@ def build_checks(
         checks.append(_quarantine_check(keys.mapped_accommodations, None))
     if Entity.RESERVATION in entities:
         checks.append(_quarantine_check(keys.mapped_reservations, partitions))
-        checks.append(_unit_ids_check(connection, partitions, Entity.ACCOMMODATION in entities))
+        checks.append(
+            _unit_ids_check(connection, partitions, Entity.ACCOMMODATION in entities, pool)
+        )
     return checks
 
 
@@ -49,12 +49,10 @@ def month_batches(
     partitions: dg.PartitionsDefinition,
     batch: MappedRecords,
 ) -> dict[str, MappedRecords]:
-    """The run's mapped reservations, month by month (rows without a check-in in every month)."""
-    assert isinstance(partitions, dg.TimeWindowPartitionsDefinition)
-    return {
-        key: records_within(batch, window_of(partitions.time_window_for_partition_key(key)))
-        for key in context.op_execution_context.partition_keys
-    }
+    """The run's mapped reservations, partition by partition (month, or account and month;
+    rows without a check-in in every month)."""
+    scopes = partition_scopes(context.op_execution_context.partition_keys, partitions)
+    return {key: scope.records(batch) for key, scope in scopes.items()}
 
 
 def _per_month(
@@ -155,7 +153,7 @@ def unit_references(reservations: pd.DataFrame) -> pd.DataFrame:
 def _known_units(
     snapshot: SnapshotResource, accommodations: MappedBatch | None
 ) -> set[tuple[str, str]]:
-    with snapshot.open() as store:
+    with snapshot.read() as store:
         acknowledged = store.acknowledged(Entity.ACCOMMODATION)
     known = set(zip(acknowledged["account_id"], acknowledged["record_id"], strict=True))
     if accommodations is not None:
@@ -212,14 +210,17 @@ def _unit_ids_result(
 
 
 def _unit_ids_check(
-    connection: Connection, partitions: dg.PartitionsDefinition, has_accommodations: bool
+    connection: Connection,
+    partitions: dg.PartitionsDefinition,
+    has_accommodations: bool,
+    pool: str | None,
 ) -> dg.AssetChecksDefinition:
     keys = connection_keys(connection.name)
     options = {
         "asset": keys.mapped_reservations,
         "name": CHECK_UNIT_IDS,
         "partitions_def": partitions,
-        "pool": SNAPSHOT_POOL,
+        "pool": pool,
         "description": (
             "Every reservation's unitId is a known accommodation of its account: mapped in this "
             "run or acknowledged by the service before. Unknown units would be refused (400)."

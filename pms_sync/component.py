@@ -19,6 +19,7 @@ assets), and the resources every connection shares. pms-sync's own code location
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from pms_sync.connections import Connection, discover, load_connection
 from pms_sync.factory import accepted_preview_apis, connection_definitions
-from pms_sync.resources import STATE_DIR_NAME, default_resources
+from pms_sync.resources import STATE_DIR_NAME, SnapshotResource, default_resources
 
 _TEMPLATE = Path(__file__).parent / "templates" / "mapping.yaml"
 
@@ -79,6 +80,15 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         ),
     )
 
+    partition_by_account: bool | None = Field(
+        default=None,
+        description=(
+            "Partition the reservations by account as well as by month of check-in, so a "
+            "nightly run or a backfill is one run per account (docs/dagster.md). Empty: the "
+            "mapping's dagster.partition_by_account (default false)."
+        ),
+    )
+
     def mapping_path(self, folder: Path) -> Path:
         path = Path(self.mapping).expanduser()
         return path if path.is_absolute() else (folder / path).resolve()
@@ -88,7 +98,8 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def definitions(self, mapping_file: Path, project_root: Path) -> dg.Definitions:
         """The connection's definitions and the resources all connections of the project share."""
-        return _definitions(load_connection(mapping_file), self.state_path(project_root))
+        connection = replace(load_connection(mapping_file), by_account=self.partition_by_account)
+        return _definitions(connection, self.state_path(project_root))
 
     def state_path(self, project_root: Path) -> Path:
         path = Path(self.state_dir).expanduser()
@@ -96,9 +107,12 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
 
 
 def _definitions(connection: Connection, state_dir: Path) -> dg.Definitions:
+    resources = shared_resources(state_dir)
+    snapshot = resources["snapshot"]
+    assert isinstance(snapshot, SnapshotResource)
     with accepted_preview_apis():
-        own = connection_definitions(connection)
-    return dg.Definitions.merge(own, dg.Definitions(resources=shared_resources(state_dir)))
+        own = connection_definitions(connection, snapshot.path)
+    return dg.Definitions.merge(own, dg.Definitions(resources=resources))
 
 
 @functools.cache

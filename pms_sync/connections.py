@@ -25,6 +25,15 @@ class Connection:
     name: str
     path: Path
     mapping: Any  # connector.mapping.Mapping
+    # The component's ``partition_by_account``, which wins over the mapping's when set.
+    by_account: bool | None = None
+
+    @property
+    def partitioned_by_account(self) -> bool:
+        """Whether reservations are partitioned by account as well as by month."""
+        if self.by_account is not None:
+            return self.by_account
+        return bool(getattr(self.dagster, "partition_by_account", False))
 
     @property
     def dagster(self) -> Any:

@@ -10,8 +10,9 @@ from pathlib import Path
 import dagster as dg
 
 from connector.contract import Entity
+from pms_sync.account_partitions import build_accounts_sensor, reservation_partitions_of
 from pms_sync.accounts import build_accounts_asset
-from pms_sync.assets import build_assets
+from pms_sync.assets import build_assets, snapshot_pool
 from pms_sync.checks import build_checks
 from pms_sync.connections import Connection, discover
 from pms_sync.events import build_events_definitions
@@ -19,7 +20,7 @@ from pms_sync.exports import export_specs
 from pms_sync.jobs import build_job
 from pms_sync.links import build_links_definitions
 from pms_sync.partitions import reservation_partitions
-from pms_sync.resources import default_resources
+from pms_sync.resources import SnapshotResource, default_resources
 from pms_sync.schedules import build_reconcile_schedule, build_schedule
 from pms_sync.sensors import build_sensors
 from pms_sync.webhooks import build_webhooks_definitions
@@ -45,30 +46,35 @@ def accepted_preview_apis() -> Iterator[None]:
         yield
 
 
-def connection_definitions(connection: Connection) -> dg.Definitions:
+def connection_definitions(connection: Connection, snapshot: str | None = None) -> dg.Definitions:
     """Everything of one connection: the place where its definitions are assembled.
 
     The PMS exports (external assets), the mapped and synced assets and their checks, the job,
     the nightly schedule and, with a drop folder, its sensors; the Open API accounts asset and
     (when configured) the reconciliation schedule; guest links, webhooks and received events
-    where its mapping declares them.
+    where its mapping declares them. ``snapshot``: the snapshot location the code location's
+    resources name, which decides the snapshot steps' pool (``pms_sync.assets.snapshot_pool``).
     """
     settings = connection.dagster
-    partitions = reservation_partitions(settings.partitions_start, settings.timezone)
+    months = reservation_partitions(settings.partitions_start, settings.timezone)
+    # Reservations by month, or by account and month (pms_sync.account_partitions).
+    partitions = reservation_partitions_of(connection, months)
+    pool = snapshot_pool(connection, snapshot)
     job = build_job(connection)
     # Only reservations are partitioned: a units-only connection's runs carry no window.
-    window = partitions if Entity.RESERVATION in connection.mapping.entities else None
+    window = months if Entity.RESERVATION in connection.mapping.entities else None
     reconcile = build_reconcile_schedule(connection, job, window)
+    accounts_sensor = build_accounts_sensor(connection) if window is not None else None
     core = dg.Definitions(
         assets=[
             *export_specs(connection),
-            *build_assets(connection, partitions),
-            build_accounts_asset(connection),
+            *build_assets(connection, partitions, pool),
+            build_accounts_asset(connection, pool),
         ],
-        asset_checks=build_checks(connection, partitions),
+        asset_checks=build_checks(connection, partitions, pool),
         jobs=[job],
         schedules=[build_schedule(connection, job, window), *([reconcile] if reconcile else [])],
-        sensors=build_sensors(connection, job, window),
+        sensors=[*build_sensors(connection, job, window), *filter(None, [accounts_sensor])],
     )
     # What comes back from the service (docs/loop.md): each empty unless the mapping asks.
     return dg.Definitions.merge(
@@ -81,9 +87,11 @@ def connection_definitions(connection: Connection) -> dg.Definitions:
 
 def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
     """Definitions for every mapping file of ``folder``, with the given or default resources."""
+    resources = resources if resources is not None else default_resources()
+    snapshot = resources.get("snapshot")
+    location = snapshot.path if isinstance(snapshot, SnapshotResource) else None
     with accepted_preview_apis():
-        connections = [connection_definitions(connection) for connection in discover(folder)]
-    return dg.Definitions.merge(
-        *connections,
-        dg.Definitions(resources=resources if resources is not None else default_resources()),
-    )
+        connections = [
+            connection_definitions(connection, location) for connection in discover(folder)
+        ]
+    return dg.Definitions.merge(*connections, dg.Definitions(resources=resources))

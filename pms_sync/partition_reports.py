@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,22 +22,46 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from connector.records import DateWindow
+from connector.pipeline import records_within
+from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import SUCCESSFUL_RUN_STATUSES
+from pms_sync.account_partitions import account_of
 from pms_sync.partitions import window_of
 
 ANOMALY_COUNTS_KEY = "anomaly_counts"
 """Metadata of a partition: per account, the counts the ``count_anomalies`` check compares."""
 
 
-def partition_windows(context: dg.AssetExecutionContext) -> dict[str, DateWindow]:
-    """Every partition (month) of the run, with its check-in window."""
-    partitions = context.assets_def.partitions_def
-    assert isinstance(partitions, dg.TimeWindowPartitionsDefinition)
+@dataclass(frozen=True)
+class PartitionScope:
+    """What one partition of a run holds: the check-in window of its month and, with account
+    partitions, its account (as the export names it)."""
+
+    window: DateWindow
+    account: str | None = None
+
+    def records(self, batch: MappedRecords) -> MappedRecords:
+        """The partition's part of the run's mapped records."""
+        part = records_within(batch, self.window)
+        return part if self.account is None else part.of_accounts({self.account})
+
+
+def partition_scopes(
+    keys: Iterable[str], partitions: dg.PartitionsDefinition | None
+) -> dict[str, PartitionScope]:
+    """Every partition (a month, or an account and a month) of the run, with its scope."""
+    assert isinstance(partitions, dg.TimeWindowPartitionsDefinition | dg.MultiPartitionsDefinition)
     return {
-        key: window_of(partitions.time_window_for_partition_key(key))
-        for key in context.partition_keys
+        key: PartitionScope(
+            window_of(partitions.time_window_for_partition_key(key)), account_of(key)
+        )
+        for key in keys
     }
+
+
+def partition_windows(context: dg.AssetExecutionContext) -> dict[str, PartitionScope]:
+    """Every partition of the asset's run, with its scope."""
+    return partition_scopes(context.partition_keys, context.assets_def.partitions_def)
 
 
 def add_partition_metadata(

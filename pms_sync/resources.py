@@ -25,7 +25,14 @@ from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
-from connector.snapshot import Snapshot, SnapshotStore, snapshot_location, state_dir
+from connector.snapshot import (
+    LockScope,
+    Snapshot,
+    SnapshotStore,
+    is_database_url,
+    snapshot_location,
+    state_dir,
+)
 from pms_sync.storage import MappedRecordsIOManager
 
 STATE_DIR_NAME = ".pms-sync"
@@ -221,8 +228,17 @@ class SnapshotResource(dg.ConfigurableResource):
     )
 
     @contextmanager
-    def open(self) -> Iterator[SnapshotStore]:
-        with Snapshot.open(self.path, lock_timeout=self.lock_timeout) as store:
+    def open(self, scope: LockScope | None = None) -> Iterator[SnapshotStore]:
+        """The snapshot for writing; ``scope``: what is written (None: the whole snapshot)."""
+        with Snapshot.open(self.path, lock_timeout=self.lock_timeout, scope=scope) as store:
+            yield store
+
+    @contextmanager
+    def read(self) -> Iterator[SnapshotStore]:
+        """The snapshot for reading only: on PostgreSQL without any lock, so it does not wait
+        for the runs writing; a DuckDB file is opened as for writing (its steps share a pool)."""
+        read_only = is_database_url(self.path)
+        with Snapshot.open(self.path, lock_timeout=self.lock_timeout, read_only=read_only) as store:
             yield store
 
 

@@ -66,7 +66,7 @@ def anomaly_result(
     """The check's result; ``past`` is the history to compare with (a partition's own, from
     its earlier materializations), by default the connection's runs in the snapshot."""
     if past is None:
-        with snapshot.open() as store:
+        with snapshot.read() as store:
             past = history(
                 store.runs(),
                 store.run_counts(),

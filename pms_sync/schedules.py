@@ -4,8 +4,14 @@ dagster section, and the full reconciliation when the mapping asks for one."""
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from pms_sync.account_partitions import (
+    no_accounts_yet,
+    per_account_requests,
+    rectangle_tags,
+    registered_accounts,
+)
 from pms_sync.connections import Connection
-from pms_sync.partitions import full_range_tags, nightly_tags
+from pms_sync.partitions import current_range, full_range_tags, nightly_tags
 
 RECONCILE_TAG = "pms_sync/reconcile"
 """A run with this tag set to "1" continues the connection's full reconciliation pass."""
@@ -30,10 +36,22 @@ def build_schedule(
             "months ahead, in one run."
         ),
     )
-    def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    def nightly(
+        context: dg.ScheduleEvaluationContext,
+    ) -> dg.RunRequest | list[dg.RunRequest] | dg.SkipReason:
         tick = context.scheduled_execution_time
-        window = nightly_tags(partitions, tick.date() if tick else None)
-        return dg.RunRequest(run_key=None, tags={**window, "pms_sync/trigger": "nightly"})
+        today = tick.date() if tick else None
+        trigger = {"pms_sync/trigger": "nightly"}
+        if partitions is not None and connection.partitioned_by_account:
+            # One run per account: each fails, retries and is re-run on its own.
+            accounts = registered_accounts(context.instance, connection)
+            if not accounts:
+                return no_accounts_yet(connection)
+            months = current_range(partitions, today)
+            tick_name = f"nightly:{tick.isoformat() if tick else today}"
+            return per_account_requests(months, accounts, trigger, tick_name)
+        window = nightly_tags(partitions, today)
+        return dg.RunRequest(run_key=None, tags={**window, **trigger})
 
     return nightly
 
@@ -64,9 +82,16 @@ def build_reconcile_schedule(
             "(docs/drift.md)."
         ),
     )
-    def reconcile(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    def reconcile(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
         tick = context.scheduled_execution_time
         window = full_range_tags(partitions, tick.date() if tick else None)
+        if partitions is not None and connection.partitioned_by_account:
+            # Reconciliation passes are kept per connection: one run of every account.
+            accounts = registered_accounts(context.instance, connection)
+            if not accounts:
+                return no_accounts_yet(connection)
+            months = dg.PartitionKeyRange(*window.values())
+            window = rectangle_tags(months, accounts)
         return dg.RunRequest(
             run_key=None,
             tags={**window, RECONCILE_TAG: "1", "pms_sync/trigger": "reconcile"},

@@ -22,10 +22,11 @@ import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from connector.contract import Entity
+from pms_sync.account_partitions import no_accounts_yet, rectangle_tags, registered_accounts
 from pms_sync.assets import connection_keys
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs
-from pms_sync.partitions import nightly_tags
+from pms_sync.partitions import current_range, nightly_tags
 
 Signature = tuple[int, int]  # size in bytes, modification time in nanoseconds
 _IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload")
@@ -172,6 +173,9 @@ def _drop_folder_sensor(
         cursor = json.dumps(now, sort_keys=True)
         if not files:
             return dg.SensorResult(skip_reason="no landed file matches an input", cursor=cursor)
+        window = drop_folder_window(context, connection, partitions)
+        if window is None:  # the cursor stays: the file is read once accounts are known
+            return no_accounts_yet(connection)
         names = ", ".join(sorted(path.name for path in files.values()))
         context.log.info(f"new or changed exports: {names}")
         # The run key is the set of changes, so a re-evaluated tick never launches it twice.
@@ -182,7 +186,7 @@ def _drop_folder_sensor(
                     run_key=f"{connection.name}:{digest}",
                     run_config=run_config_for(connection, files),
                     tags={
-                        **nightly_tags(partitions),
+                        **window,
                         TRIGGER_TAG: "drop_folder",
                         "pms_sync/files": names[:200],
                     },
@@ -192,6 +196,21 @@ def _drop_folder_sensor(
         )
 
     return drop_folder
+
+
+def drop_folder_window(
+    context: dg.SensorEvaluationContext,
+    connection: Connection,
+    partitions: dg.MonthlyPartitionsDefinition | None,
+) -> dict[str, str] | None:
+    """The nightly window of a drop-folder run: one run of every account (a landed export is
+    read once), the accounts registered so far when the connection is partitioned by account
+    (None: none yet)."""
+    if partitions is None or not connection.partitioned_by_account:
+        return nightly_tags(partitions)
+    # The instance only now: a sensor tested without one still evaluates monthly windows.
+    accounts = registered_accounts(context.instance, connection)
+    return rectangle_tags(current_range(partitions), accounts) if accounts else None
 
 
 def _archive_sensor(

@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 
 from connector.private_files import open_private
+from pms_sync.account_partitions import account_range_of_tags
 
 OPTIONAL_INPUT = "pms_sync/optional"
 """Metadata of an input that may be absent (its asset never materialized): the step gets None."""
@@ -32,7 +33,7 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
             keys = context.asset_partition_key_range
             name = keys.start if keys.start == keys.end else f"{keys.start}..{keys.end}"
         else:
-            name = "all"
+            name = _accounts_name(context)
         return Path(self.base_dir, *key, f"{name}.pkl")
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
@@ -54,3 +55,17 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
             )
         with path.open("rb") as handle:
             return pickle.load(handle)
+
+
+def _accounts_name(context: dg.OutputContext | dg.InputContext) -> str:
+    """An unpartitioned output's name: ``all``, or in a run of some accounts (account
+    partitions) those accounts, so concurrent runs of different accounts keep their own."""
+    try:
+        tags = context.step_context.dagster_run.tags
+    except dg.DagsterInvariantViolationError:  # no run behind it (a direct call)
+        return "all"
+    bounds = account_range_of_tags(tags)
+    if bounds is None:
+        return "all"
+    first, last = bounds
+    return f"accounts={first}" if first == last else f"accounts={first}..{last}"

@@ -401,6 +401,13 @@ class DagsterSettings(StrictModel):
         description="Cron schedule of the full reconciliation, e.g. '0 3 * * 0' (every record "
         "re-sent, resumable across runs; docs/drift.md). Off when absent.",
     )
+    partition_by_account: StrictBool = Field(
+        default=False,
+        description="Partition reservations by account as well as by month of check-in: a "
+        "nightly run or a backfill fans out into one run per account, each failing and "
+        "retrying on its own (docs/dagster.md). Accounts are the `account` lookup's values or "
+        "constant, or those the export names (external ids) once `<name>/accounts` ran.",
+    )
     freshness_hours: float = Field(
         default=26,
         gt=0,

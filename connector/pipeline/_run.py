@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -283,6 +283,7 @@ def load_batches(
     snapshot_path: str | Path | None = None,
     input_paths: Mapping[str, str | Path] | None = None,
     remap: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
@@ -292,6 +293,8 @@ def load_batches(
     e.g. the export that landed in a drop folder). With ``snapshot_path`` too, records whose
     source rows are unchanged since the service acknowledged them are carried over without
     mapping (``connector.mapping.fingerprints``); ``remap`` maps every record regardless.
+    ``accounts``: keep the records of these accounts only (as the export names them, external
+    ids too), and reconcile only them: a run of some accounts of the connection.
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
@@ -321,7 +324,13 @@ def load_batches(
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
         batch.account_is_external_id = mapping.account_is_external_id(entity)
-    return dict(batches), policy
+    if accounts is None:
+        return dict(batches), policy
+    scope = frozenset(str(account) for account in accounts)
+    return (
+        {entity: batch.of_accounts(scope) for entity, batch in batches.items()},
+        replace(policy, accounts=scope),
+    )
 
 
 @contextmanager
@@ -416,9 +425,10 @@ def run_sync(
     release_units_with_stays: bool = False,
     reconcile: bool = False,
     remap: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> SyncReport:
     """Map, plan, push and record one run of a mapping file (``remap``: map every record,
-    whatever its source fingerprint)."""
+    whatever its source fingerprint; ``accounts``: a run of these accounts only)."""
     started = _now()
     batches, policy = load_batches(
         mapping_path,
@@ -426,6 +436,7 @@ def run_sync(
         window=window,
         snapshot_path=settings.snapshot_path,
         remap=remap or (force is not None and force.active),
+        accounts=accounts,
     )
     from connector.mapping import load_mapping
 
@@ -445,6 +456,7 @@ def run_sync(
         allow_mass_change=allow_mass_change,
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
+        accounts=accounts,
     )
 
 
@@ -465,6 +477,7 @@ def sync_batches(
     release_units_with_stays: bool = False,
     reconcile: bool = False,
     by_checkin: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
 
@@ -479,11 +492,18 @@ def sync_batches(
     guests still stay in is not deactivated unless ``release_units_with_stays`` or
     ``allow_mass_change`` approves it. ``by_checkin`` keeps the reservations' counts per
     check-in day too, so the report can be split by window (``connector.pipeline._windowed_report``).
+
+    ``accounts``: the run covers these accounts of the connection only (``load_batches(accounts=)``
+    kept their records): it locks, reconciles and compares with the guard's baseline within
+    them, so runs of different accounts of one connection proceed together and neither reads
+    the other's accounts as dropped rows.
     """
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     today = today or date.today()
     release = release_units_with_stays or allow_mass_change
+    if accounts is not None:
+        policy = replace(policy or ReconcilePolicy(), accounts=frozenset(map(str, accounts)))
     if not dry_run:
         ensure_reachable(settings.client)  # a service down at the start: one clear error
     with Snapshot.open(
@@ -513,7 +533,14 @@ def sync_batches(
             by_checkin=by_checkin,
         )
         refuse_unmapped_changes(plan)
-        verdict = evaluate(plan, snapshot, guard, allow=allow_mass_change)
+        verdict = evaluate(
+            plan,
+            snapshot,
+            guard,
+            allow=allow_mass_change,
+            # Resolved like the records: account ids, also where the export names external ids.
+            accounts=policy.accounts if accounts is not None and policy is not None else None,
+        )
         properties = discovery.report.properties
         if discovery.directory is not None:
             properties = discovery.report.properties = plan_properties(

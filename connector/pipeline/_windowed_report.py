@@ -15,6 +15,7 @@ the plan kept its reservations' tally per check-in day.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import date
 
@@ -28,25 +29,37 @@ from connector.push import OUTCOMES, PushResult
 from connector.records import DateWindow, MappedRecords
 
 
-def report_within(report: SyncReport, batch: MappedRecords, window: DateWindow) -> SyncReport:
-    """``report`` (of a sync of ``batch``'s reservations) restricted to check-ins in ``window``."""
+def report_within(
+    report: SyncReport,
+    batch: MappedRecords,
+    window: DateWindow,
+    accounts: Collection[str] | None = None,
+) -> SyncReport:
+    """``report`` (of a sync of ``batch``'s reservations) restricted to check-ins in ``window``
+    and, with ``accounts`` (account ids as the report names them), to those accounts."""
     if report.plan.tally_by_checkin is None:
         raise PmsSyncError(
             "the report keeps no counts per check-in day: run the sync with by_checkin=True "
             "to split it by window"
         )
     part = records_within(batch, window)
-    plan = _plan_within(report.plan, part, window)
+    if accounts is not None:
+        part = part.of_accounts(accounts)
+    plan = _plan_within(report.plan, part, window, accounts)
     keys = set(zip(plan.changes["account_id"], plan.changes["record_id"], strict=True))
     sample = [row for row in report.quarantine_sample if _row_in(row.get("checkin"), window)]
     return replace(
         report,
         plan=plan,
-        push=_push_within(report.push, keys, plan.accounts, window),
+        push=_push_within(report.push, keys, plan.accounts, window, accounts),
         quarantine={str(batch.entity): len(part.quarantine)},
         quarantine_sample=sample,
         diff_sample=[c for c in report.diff_sample if (c.account_id, c.record_id) in keys],
-        drift_open=drift_open_within(report.drift_open_rows, window),
+        drift_open={
+            key: n
+            for key, n in drift_open_within(report.drift_open_rows, window).items()
+            if accounts is None or key[1] in accounts
+        },
     )
 
 
@@ -81,7 +94,9 @@ def _row_in(day: object, window: DateWindow) -> bool:
         return True  # a check-in beyond the supported dates: reported wherever it is read
 
 
-def _plan_within(plan: Plan, part: MappedRecords, window: DateWindow) -> Plan:
+def _plan_within(
+    plan: Plan, part: MappedRecords, window: DateWindow, accounts: Collection[str] | None
+) -> Plan:
     changes = plan.changes
     if len(changes):
         days = pd.to_datetime(changes["checkin"])
@@ -89,13 +104,18 @@ def _plan_within(plan: Plan, part: MappedRecords, window: DateWindow) -> Plan:
             (changes["entity"] == str(Entity.RESERVATION))
             & (days >= pd.Timestamp(window.start))
             & (days < pd.Timestamp(window.end))
+            & _of_accounts(changes, accounts)
         )
         changes = changes.loc[mask.to_numpy()].reset_index(drop=True)
     tally = plan.tally_by_checkin
     assert tally is not None
     if len(tally):
         days = pd.to_datetime(tally["checkin"])
-        inside = (days >= pd.Timestamp(window.start)) & (days < pd.Timestamp(window.end))
+        inside = (
+            (days >= pd.Timestamp(window.start))
+            & (days < pd.Timestamp(window.end))
+            & _of_accounts(tally, accounts)
+        )
         tally = tally.loc[inside.to_numpy()]
     return replace(
         plan,
@@ -110,13 +130,23 @@ def _plan_within(plan: Plan, part: MappedRecords, window: DateWindow) -> Plan:
     )
 
 
+def _of_accounts(frame: pd.DataFrame, accounts: Collection[str] | None) -> pd.Series:
+    if accounts is None:
+        return pd.Series(True, index=frame.index)
+    return frame["account_id"].astype(str).isin(list(accounts))
+
+
 def _push_within(
-    push: PushResult, keys: set[tuple[str, str]], accounts: list[str], window: DateWindow
+    push: PushResult,
+    keys: set[tuple[str, str]],
+    accounts: list[str],
+    window: DateWindow,
+    only: Collection[str] | None,
 ) -> PushResult:
     counters = {
         key: counter
         for key, counter in push.by_checkin.items()
-        if key[2] is not None and window.contains(key[2])
+        if key[2] is not None and window.contains(key[2]) and (only is None or key[1] in only)
     }
     outcomes = {str(o): 0 for o in OUTCOMES}
     by_account: dict[tuple[str, str], Counter[str]] = {}

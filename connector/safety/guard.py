@@ -14,6 +14,8 @@ push, per account and entity, the guard compares the plan with the snapshot and 
   they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %),
   an account of that run with no row at all in this export included. Skipped for
   reservations of a run limited to a check-in window, whose row count depends on the window.
+  A run of some accounts of a connection (Dagster's account partitions) compares each of them
+  with its own last successful run; the other accounts are not part of the run.
 
 An account that trips either rule gets nothing pushed, in any entity of the run; the other
 accounts go ahead. ``allow_mass_change`` (CLI ``--allow-mass-change``, Dagster
@@ -157,10 +159,19 @@ def evaluate(
     rules: GuardRules | None = None,
     *,
     allow: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> GuardVerdict:
-    """The accounts of the plan over a limit (all of them listed, also when approved)."""
+    """The accounts of the plan over a limit (all of them listed, also when approved).
+
+    ``accounts``: the run covers these accounts of its connection only (a run per account):
+    each is compared with its own last successful run, and the connection's other accounts,
+    absent from such a run by design, are not read as dropped to zero. None: the run covers
+    the connection, and an account of its last successful run with no row now has dropped.
+    """
     rules = rules or GuardRules()
-    found = _missing(plan, snapshot, rules) + _row_drops(plan, snapshot, rules, plan.window)
+    found = _missing(plan, snapshot, rules) + _row_drops(
+        plan, snapshot, rules, plan.window, accounts
+    )
     found.sort(key=lambda change: (change.account_id, change.entity, str(change.rule)))
     return GuardVerdict(changes=tuple(found), allowed=allow)
 
@@ -223,11 +234,17 @@ def last_successful_rows(snapshot: SnapshotStore, connection: str | None) -> pd.
 
 
 def _row_drops(
-    plan: Plan, snapshot: SnapshotStore, rules: GuardRules, window: DateWindow | None
+    plan: Plan,
+    snapshot: SnapshotStore,
+    rules: GuardRules,
+    window: DateWindow | None,
+    accounts: Collection[str] | None,
 ) -> list[MassChange]:
+    scope = None if accounts is None else {str(account) for account in accounts}
     previous = {
         (str(a), str(e)): int(r)
         for a, e, r in last_successful_rows(snapshot, plan.connection).itertuples(index=False)
+        if scope is None or str(a) in scope
     }
     now = {
         (str(row.account_id), str(row.entity)): int(row.extracted) + int(row.quarantined)
