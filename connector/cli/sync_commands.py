@@ -54,6 +54,11 @@ def register(group: click.Group) -> None:
     group.add_command(apply_command)
 
 
+def _accounts(given: tuple[str, ...]) -> list[str] | None:
+    found = [part.strip() for value in given for part in value.split(",") if part.strip()]
+    return found or None
+
+
 def _force(full_resync: bool, only: tuple[str, ...]) -> Force:
     ids = frozenset(part.strip() for value in only for part in value.split(",") if part.strip())
     return Force(full_resync=full_resync, only_ids=ids or None)
@@ -86,6 +91,14 @@ _remap_option = click.option(
     is_flag=True,
     help="Map every record of the export, even those whose source rows are unchanged since "
     "the last sync (source fingerprints are ignored, then renewed).",
+)
+_account_option = click.option(
+    "--account",
+    "accounts",
+    multiple=True,
+    help="Only these accounts of the connection (repeatable or comma-separated; the account "
+    "ids the mapping gives, or the external ids of an `external_id: true` account member): "
+    "their records are sent and reconciled, the other accounts are left alone.",
 )
 _allow_mass_change_option = click.option(
     "--allow-mass-change",
@@ -139,6 +152,7 @@ _release_units_option = click.option(
 @_refresh_max_option
 @_reconcile_option
 @_remap_option
+@_account_option
 @click.option(
     "--base-url",
     metavar="URL",
@@ -163,6 +177,7 @@ def plan_command(
     refresh_max: int | None,
     reconcile: bool,
     remap: bool,
+    accounts: tuple[str, ...],
     base_url: str | None,
     snapshot: str | None,
     wait: float,
@@ -186,6 +201,11 @@ def plan_command(
         )
         settings = replace(settings, lock_timeout=wait)
         force = _force(full_resync, only)
+        if out is not None and accounts:
+            raise click.UsageError(
+                "--account plans some accounts of a connection; a plan file (--out) covers the "
+                "whole connection: leave out one of them"
+            )
         if out is None:
             plan = plan_sync(
                 mapping,
@@ -194,6 +214,7 @@ def plan_command(
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
                 remap=remap,
+                accounts=_accounts(accounts),
             )
         else:
             plan, verdict, plan_document = plan_to_file(
@@ -269,6 +290,7 @@ def plan_command(
 @_refresh_max_option
 @_reconcile_option
 @_remap_option
+@_account_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -293,6 +315,7 @@ def sync_command(
     refresh_max: int | None,
     reconcile: bool,
     remap: bool,
+    accounts: tuple[str, ...],
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import run_sync
@@ -324,6 +347,7 @@ def sync_command(
                 release_units_with_stays=release_units,
                 reconcile=reconcile,
                 remap=remap,
+                accounts=_accounts(accounts),
             )
     _finish(report, settings, as_json)
 

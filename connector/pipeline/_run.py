@@ -345,6 +345,7 @@ def planned(
     release_units_with_stays: bool = False,
     reconcile: bool = False,
     remap: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> Iterator[tuple[Plan, SnapshotStore]]:
     """Map and diff without sending anything; the snapshot stays open (read-only) for what
     follows. ``reconcile``: show the reconciliation pass a sync would continue or start;
@@ -355,6 +356,7 @@ def planned(
         window=window,
         snapshot_path=settings.snapshot_path,
         remap=remap or (force is not None and force.active),
+        accounts=accounts,
     )
     # Read-only: a plan writes nothing, and creates no snapshot file where there is none.
     with Snapshot.open(
@@ -395,6 +397,7 @@ def plan_sync(
     release_units_with_stays: bool = False,
     reconcile: bool = False,
     remap: bool = False,
+    accounts: Collection[str] | None = None,
 ) -> Plan:
     """Map and diff without sending anything."""
     with planned(
@@ -407,6 +410,7 @@ def plan_sync(
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
         remap=remap,
+        accounts=accounts,
     ) as (plan, _snapshot):
         return plan
 

@@ -172,3 +172,26 @@ def test_a_sync_with_a_request_budget_leaves_the_rest_planned_and_plan_shows_its
     assert "past            60  17.0 min" in limited.output
     assert document(rest)["outcomes"]["acknowledged"] == left
     assert document(rest)["requests"] == left  # nothing sent twice
+
+
+@pytest.mark.slow
+def test_a_sync_of_one_account_sends_only_its_records_and_leaves_the_other_account_alone(
+    service: SandboxHandle, tmp_path: Path, hotel_mapping: Path
+) -> None:
+    planned = run(service, tmp_path, "plan", str(hotel_mapping), "--account", "hotel-a", "--json")
+    first = run(service, tmp_path, "sync", str(hotel_mapping), "--account", "hotel-a", "--json")
+    only_hotel_a = {r["accountId"] for r in service.records()}
+    created = len(service.records())
+    rest = run(service, tmp_path, "sync", str(hotel_mapping), "--json")
+    refused = run(
+        service, tmp_path, "plan", str(hotel_mapping), "--account", "demo", "--out", "p.json"
+    )
+
+    assert first.exit_code == 0, first.output
+    assert only_hotel_a == {"hotel-a"}
+    assert document(first)["requests"] == created == document(planned)["requests"] > 0
+    # The whole connection next: demo's records are created, hotel-a's are unchanged.
+    assert rest.exit_code == 0, rest.output
+    assert {r["accountId"] for r in service.records()} == {"demo", "hotel-a"}
+    assert document(rest)["counts"]["skip"] == created
+    assert refused.exit_code == 2 and "--account" in refused.output
