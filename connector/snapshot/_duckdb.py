@@ -746,7 +746,7 @@ def _keep_private(file: Path) -> None:
 
 # The snapshot's share of a run's memory: its diff joins keys and hashes only (payloads stay
 # on disk until a change needs one), and the mapping engine's own 1 GB is released before it.
-SNAPSHOT_MEMORY_LIMIT = "500MB"
+SNAPSHOT_MEMORY_LIMIT = "1GB"
 _CONFIG = {"memory_limit": SNAPSHOT_MEMORY_LIMIT}
 
 
