@@ -66,6 +66,29 @@ def open_api_options(command: F) -> F:
     return command
 
 
+def service_options(command: F) -> F:
+    """``--base-url``, ``--snapshot`` and the Open API options: what a command that talks to
+    the service and keeps state in the snapshot takes. Their values are ``load_settings``'s
+    keyword arguments of the same names, so a command passes them on as ``**service``."""
+    options = [
+        click.option(
+            "--base-url",
+            metavar="URL",
+            help="The service [env PMS_SYNC_BASE_URL; default the local sandbox "
+            "http://127.0.0.1:8765].",
+        ),
+        click.option(
+            "--snapshot",
+            metavar="FILE|URL",
+            help="Snapshot: a DuckDB file or a postgresql:// URL; the Open API token cache lies "
+            "beside a file [env PMS_SYNC_SNAPSHOT; default .pms-sync/snapshot.duckdb].",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return open_api_options(command)
+
+
 @click.command("accounts")
 @click.option(
     "--external-id",
@@ -73,35 +96,11 @@ def open_api_options(command: F) -> F:
     help="Show the one account with this external id: its account id and token lifetime.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--base-url",
-    metavar="URL",
-    help="The service [env PMS_SYNC_BASE_URL; default the local sandbox http://127.0.0.1:8765].",
-)
-@click.option(
-    "--snapshot",
-    metavar="FILE|URL",
-    help="Snapshot file, whose folder holds the token cache [env PMS_SYNC_SNAPSHOT].",
-)
-@open_api_options
-def accounts_command(
-    external_id: str | None,
-    as_json: bool,
-    base_url: str | None,
-    snapshot: str | None,
-    client_id: str | None,
-    client_secret: str | None,
-    openapi_url: str | None,
-) -> None:
+@service_options
+def accounts_command(external_id: str | None, as_json: bool, **service: Any) -> None:
     """List the accounts of the Open API client (every page), or show one by external id."""
     try:
-        settings = load_settings(
-            base_url=base_url,
-            snapshot=snapshot,
-            client_id=client_id,
-            client_secret=client_secret,
-            openapi_url=openapi_url,
-        )
+        settings = load_settings(**service)
         if settings.open_api is None:
             raise ConfigError(NO_CLIENT)
         if external_id is not None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from connector.cli.account_commands import open_api_options
+from connector.cli.account_commands import service_options
 from connector.cli.sync_commands import (
     EXIT_AUTHENTICATION,
     EXIT_INCOMPLETE,
@@ -42,18 +43,7 @@ def exit_code(report: LinksReport) -> int:
 @click.command("links")
 @click.argument("mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--base-url",
-    metavar="URL",
-    help="The service [env PMS_SYNC_BASE_URL; default the local sandbox http://127.0.0.1:8765].",
-)
-@click.option(
-    "--snapshot",
-    metavar="FILE|URL",
-    help="Snapshot: a DuckDB file or a postgresql:// URL [env PMS_SYNC_SNAPSHOT; default "
-    ".pms-sync/snapshot.duckdb].",
-)
-@open_api_options
+@service_options
 @click.option(
     "--days-ahead",
     type=click.IntRange(min=0),
@@ -87,29 +77,18 @@ def exit_code(report: LinksReport) -> int:
 def links_command(
     mapping: Path,
     as_json: bool,
-    base_url: str | None,
-    snapshot: str | None,
-    client_id: str | None,
-    client_secret: str | None,
-    openapi_url: str | None,
     days_ahead: int | None,
     max_age_hours: float | None,
     max_requests: int | None,
     max_duration: float | None,
     rate_limits: str | None,
+    **service: Any,
 ) -> None:
     """Fetch guest links of MAPPING's upcoming arrivals and write them back."""
     from connector.links import run_links
 
     with _errors_to_exit(as_json):
-        settings = load_settings(
-            base_url=base_url,
-            snapshot=snapshot,
-            client_id=client_id,
-            client_secret=client_secret,
-            openapi_url=openapi_url,
-            rate_limits=rate_limits,
-        )
+        settings = load_settings(rate_limits=rate_limits, **service)
         report = run_links(
             mapping,
             settings,

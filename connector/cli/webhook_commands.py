@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from connector.cli.account_commands import open_api_options
+from connector.cli.account_commands import service_options
 from connector.cli.sync_commands import (
     EXIT_AUTHENTICATION,
     EXIT_INCOMPLETE,
@@ -28,7 +29,7 @@ from connector.cli.sync_commands import (
     _errors_to_exit,
 )
 from connector.plan import render_value
-from connector.settings import load_settings
+from connector.settings import SyncSettings, load_settings
 from connector.webhooks import WebhooksReport
 
 
@@ -43,17 +44,7 @@ def webhooks_group() -> None:
 
 
 def _common(command: Any) -> Any:
-    command = open_api_options(command)
-    command = click.option(
-        "--snapshot",
-        metavar="FILE|URL",
-        help="Snapshot file, whose folder holds the token cache [env PMS_SYNC_SNAPSHOT].",
-    )(command)
-    command = click.option(
-        "--base-url",
-        metavar="URL",
-        help="The service [env PMS_SYNC_BASE_URL; default the local sandbox].",
-    )(command)
+    command = service_options(command)
     command = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(
         command
     )
@@ -64,53 +55,30 @@ def _common(command: Any) -> Any:
 
 @webhooks_group.command("plan")
 @_common
-def plan_command(
-    file: Path,
-    as_json: bool,
-    base_url: str | None,
-    snapshot: str | None,
-    client_id: str | None,
-    client_secret: str | None,
-    openapi_url: str | None,
-) -> None:
+def plan_command(file: Path, as_json: bool, **service: Any) -> None:
     """Show what `apply` would create, update or delete for FILE."""
     from connector.webhooks import plan_webhooks_file
 
-    with _errors_to_exit(as_json):
-        settings = load_settings(
-            base_url=base_url,
-            snapshot=snapshot,
-            client_id=client_id,
-            client_secret=client_secret,
-            openapi_url=openapi_url,
-        )
-        report = plan_webhooks_file(file, settings)
-    _finish(report, as_json)
+    _run(plan_webhooks_file, file, as_json, service)
 
 
 @webhooks_group.command("apply")
 @_common
-def apply_command(
-    file: Path,
-    as_json: bool,
-    base_url: str | None,
-    snapshot: str | None,
-    client_id: str | None,
-    client_secret: str | None,
-    openapi_url: str | None,
-) -> None:
+def apply_command(file: Path, as_json: bool, **service: Any) -> None:
     """Create, update and delete the service's configurations so they match FILE."""
     from connector.webhooks import apply_webhooks_file
 
+    _run(apply_webhooks_file, file, as_json, service)
+
+
+def _run(
+    step: Callable[[Path, SyncSettings], WebhooksReport],
+    file: Path,
+    as_json: bool,
+    service: dict[str, Any],
+) -> None:
     with _errors_to_exit(as_json):
-        settings = load_settings(
-            base_url=base_url,
-            snapshot=snapshot,
-            client_id=client_id,
-            client_secret=client_secret,
-            openapi_url=openapi_url,
-        )
-        report = apply_webhooks_file(file, settings)
+        report = step(file, load_settings(**service))
     _finish(report, as_json)
 
 
