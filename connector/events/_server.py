@@ -8,8 +8,6 @@ write events into the store.
 from __future__ import annotations
 
 import sys
-import threading
-import time
 from collections.abc import Callable
 
 import uvicorn
@@ -20,7 +18,7 @@ from connector.events._settings import ReceiverSettings
 from connector.events._writer import EventWriter
 from connector.sandbox.server import (
     GRACEFUL_SHUTDOWN_S,
-    SandboxStartError,
+    ThreadedServer,
     base_url_of,
     bind_socket,
     is_loopback,
@@ -86,30 +84,12 @@ def serve_forever(
     server.run(sockets=[sock])
 
 
-class BackgroundReceiver:
+class BackgroundReceiver(ThreadedServer):
     """A receiver served by uvicorn in a daemon thread of this process."""
+
+    what = "the receiver"
 
     def __init__(self, settings: ReceiverSettings) -> None:
         exposure_warning(settings)  # the same rule as the CLI
         self.settings = settings
-        self._server = build_server(settings)
-        self._sock = bind_socket(settings.host, settings.port)
-        self.base_url = base_url_of(self._sock)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not self._server.started:
-            self.stop()
-            raise SandboxStartError(f"the receiver did not start within {timeout_s} s")
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        self._server.should_exit = True
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
-        self._sock.close()
+        super().__init__(build_server(settings), settings.host, settings.port)

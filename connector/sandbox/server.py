@@ -179,13 +179,15 @@ def serve_forever(
     server.run(sockets=[sock])
 
 
-class BackgroundServer:
-    """A sandbox served by uvicorn in a daemon thread of this process."""
+class ThreadedServer:
+    """A uvicorn server run in a daemon thread of this process, on its own bound socket."""
 
-    def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
-        exposure_warning(host, config)  # the same rule as the CLI: beyond loopback, a token
-        # The app (and its data file) first: if it cannot open, no socket is left bound.
-        self._server = build_server(config, data_path, access_log=False)
+    what = "the server"  # named when it does not start
+
+    def __init__(self, server: uvicorn.Server, host: str, port: int) -> None:
+        # The caller builds the app (and opens its files) first: if that fails, no socket is
+        # left bound.
+        self._server = server
         self._sock = bind_socket(host, port)
         self.base_url = base_url_of(self._sock)
         self._thread = threading.Thread(
@@ -199,11 +201,24 @@ class BackgroundServer:
             time.sleep(0.01)
         if not self._server.started:
             self.stop()
-            raise SandboxStartError(f"the sandbox did not start within {timeout_s} s")
+            raise SandboxStartError(f"{self.what} did not start within {timeout_s} s")
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        self._server.sandbox_state.shutting_down = True
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)
         self._sock.close()
+
+
+class BackgroundServer(ThreadedServer):
+    """A sandbox served by uvicorn in a daemon thread of this process."""
+
+    what = "the sandbox"
+
+    def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
+        exposure_warning(host, config)  # the same rule as the CLI: beyond loopback, a token
+        super().__init__(build_server(config, data_path, access_log=False), host, port)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._server.sandbox_state.shutting_down = True
+        super().stop(timeout_s)
