@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -133,18 +134,30 @@ def test_a_disabled_configuration_or_another_event_receives_nothing(
     ]
 
 
+def failed_attempt(sandbox: SandboxHandle, timeout_s: float = 10.0) -> list[dict]:
+    """The delivery log once the first delivery has had an attempt that failed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        log = sandbox.deliveries()
+        if (log and log[0]["lastError"] is not None) or time.monotonic() >= deadline:
+            return log
+        time.sleep(0.02)
+
+
 def test_a_receiver_that_is_down_gets_the_event_once_it_is_back(
     events_sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     port = free_port()
     configure(events_sandbox, tmp_path, hook("all", f"http://127.0.0.1:{port}/events/hotel"))
     post_reservation(events_sandbox, "B0")
-    first = events_sandbox.deliveries()
+    # The receiver starts only after an attempt has failed: started while the first attempt is
+    # still connecting, it would receive that attempt and nothing would have been retried.
+    first = failed_attempt(events_sandbox)
 
     with running_receiver(tmp_path / "events.duckdb", port=port):
         log = events_sandbox.wait_for_deliveries()
 
-    assert first[0]["status"] == "pending"
+    assert first[0]["status"] == "pending" and first[0]["lastError"] is not None
     assert log[0]["status"] == "delivered" and log[0]["attempts"] > 1
     assert len(new_events(tmp_path / "events.duckdb", "hotel").events) == 1
 
