@@ -70,6 +70,9 @@ class MappedRecords:
     # Records whose payload the snapshot already knew valid under this contract: not
     # validated again (connector.snapshot.validated_payloads).
     known_valid: int = 0
+    # Records accepted on the contract's checks compiled to SQL alone, without meeting a
+    # validator in Python (connector.mapping.contract_sql).
+    checked_in_sql: int = 0
     # Keys the export holds besides ``records`` and ``quarantine``: records outside the run's
     # check-in window (a blank account or id: rows whose key could not be derived). A record
     # in the export is never "gone from the export", whichever part of it this run maps.

@@ -21,9 +21,10 @@ from pydantic import BaseModel
 
 from connector.contract import Accommodation, Entity, Reservation, UnitReservation
 from connector.errors import MappingError
+from connector.mapping import contract_sql
 from connector.mapping.document_sql import ScopeCompiler
 from connector.mapping.expressions import Expression
-from connector.mapping.json_text import JsonObject, VolatileInRows
+from connector.mapping.json_text import JsonList, JsonObject, VolatileInRows
 from connector.mapping.model import Join, Mapping, RowsBlock
 from connector.mapping.scope_sql import (
     INLINE_LOOKUP_LIMIT,
@@ -66,6 +67,9 @@ class EntityQuery:
     # entity is always mapped whole (connector.mapping.fingerprints).
     fingerprintable: bool = True
     row_alias: str = ""  # the SQL alias of the entity's own input in the row filter
+    # The contract rules the SQL predicates cannot express for this mapping (then every
+    # record of the entity is validated in Python): empty when they cover the whole contract.
+    unchecked: list[str] = field(default_factory=list)
 
 
 class Compiler:
@@ -82,6 +86,7 @@ class Compiler:
         self._joined_inputs: list[str] = []
         self._in_key = False  # compiling the account or id member: position is harmless there
         self._fingerprintable = True
+        self._child_unchecked: list[str] = []  # rules without SQL in lists from other inputs
 
     def reads_other_rows(self) -> None:
         """The member being compiled depends on other rows or on row positions."""
@@ -192,8 +197,11 @@ class Compiler:
         item: type[BaseModel],
         member: MemberPath,
         path: str,
-    ) -> str:
-        """A list from rows of another input joined by key: aggregated in its own CTE."""
+    ) -> tuple[str, str]:
+        """A list from rows of another input joined by key: aggregated in its own CTE.
+
+        Returns the SQL of the list's item texts and of the contract checks of its items
+        (true when every item surely passes, or when there is none)."""
         assert block.input is not None and block.on is not None
         self._joined_inputs.append(block.input)
         scope, _ = self._scope(block.input, [], member)
@@ -207,7 +215,8 @@ class Compiler:
                 )
             parent_ref = parent.column(parent_column, (*member, "on", child_column))
             keys.append((child_column, parent_ref))
-        document = child.document(block.fields, item, (*member, "fields"), path).text()
+        compiled = child.document(block.fields, item, (*member, "fields"), path)
+        document = compiled.text()
         where = child.where(block.filter, (*member, "filter"))
         key_list = ", ".join(f"k{position}" for position in range(len(keys)))
         key_select = ", ".join(
@@ -234,12 +243,13 @@ class Compiler:
         )
         self._ctes.append(
             f"{name}_doc AS NOT MATERIALIZED (SELECT {key_list}, {SOURCE_COLUMN}, {ROW_COLUMN}, "
-            f"{document} AS item, {child.errors()} AS errs FROM {name}_val)"
+            f"{document} AS item, {compiled.check()} AS ok, {child.errors()} AS errs "
+            f"FROM {name}_val)"
         )
         self._ctes.append(
             f"{name} AS NOT MATERIALIZED (SELECT {key_list}, list(item ORDER BY {SOURCE_COLUMN}, {ROW_COLUMN}) "
-            f"AS items, flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errs "
-            f"FROM {name}_doc GROUP BY {key_list})"
+            f"AS items, flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errs, "
+            f"bool_and(coalesce(ok, false)) AS ok FROM {name}_doc GROUP BY {key_list})"
         )
         join_alias = f"{name}_j"
         on = " AND ".join(
@@ -249,8 +259,10 @@ class Compiler:
         parent.child_joins.append(f"LEFT JOIN {name} AS {join_alias} ON {on}")
         parent.raw_columns.append(f"{join_alias}.items AS {name}_items")
         parent.raw_columns.append(f"nullif({join_alias}.errs, []) AS {name}_errs")
+        parent.raw_columns.append(f"coalesce({join_alias}.ok, true) AS {name}_ok")
         parent.child_errors.append(f"{name}_errs")
-        return f"{name}_items"
+        self._child_unchecked.extend(compiled.uncovered)
+        return f"{name}_items", f"{name}_ok"
 
     # ------------------------------------------------------------------ entities
 
@@ -262,6 +274,7 @@ class Compiler:
         self._volatile = []
         self._joined_inputs = []
         self._fingerprintable = True
+        self._child_unchecked = []
         # Aliases are numbered per query, so an entity's SQL (and its mapping fingerprint) is
         # the same whether it is compiled alone (a Dagster step) or after another entity.
         self._index = 0
@@ -333,6 +346,15 @@ class Compiler:
         texts = [
             f"{part.text() if part.members else 'NULL'} AS {name}" for name, part in parts.items()
         ]
+        checks = contract_sql.all_of([part.check() for part in parts.values()])
+        unchecked = sorted(
+            {reason for part in parts.values() for reason in _uncovered(part)}
+            | set(self._child_unchecked)
+        )
+        if entity == Entity.RESERVATION and not _units_spliced_as_contract_wants():
+            unchecked.append(f"{UNITS}: not the list the entity query writes")
+        if unchecked:
+            checks = "false"
         hash_in_python = False
         if volatile:
             try:
@@ -358,7 +380,7 @@ class Compiler:
             f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, "
             f"CAST({account.sql} AS VARCHAR) AS account_id, "
             f"CAST({record_id.sql} AS VARCHAR) AS record_id, {compiler.errors()} AS errs, "
-            f"{', '.join(texts)}, "
+            f"{', '.join(texts)}, {checks} AS checks, "
             f"CAST({unit_value['checkin']} AS VARCHAR) AS unit_checkin, "
             f"CAST({unit_value['checkout']} AS VARCHAR) AS unit_checkout, "
             f"CAST({unit_value['id']} AS VARCHAR) AS unit_id"
@@ -418,6 +440,7 @@ class Compiler:
             joined_inputs=sorted(set(self._joined_inputs)),
             fingerprintable=self._fingerprintable,
             row_alias=scope.alias,
+            unchecked=unchecked,
         )
 
     def _account_member(self, entity: Entity) -> MemberPath:
@@ -427,6 +450,30 @@ class Compiler:
 
 
 UNITS = "unitReservations"
+
+
+def _uncovered(document: JsonObject) -> list[str]:
+    """Rules without SQL predicate in ``document`` and in the objects nested in it."""
+    found = list(document.uncovered)
+    for value in document.members.values():
+        if isinstance(value, JsonObject):
+            found.extend(_uncovered(value))
+        elif isinstance(value, JsonList):
+            for item, _keep in value.items:
+                found.extend(_uncovered(item))
+    return found
+
+
+def _units_spliced_as_contract_wants() -> bool:
+    """Whether the contract's unitReservations is what the entity query writes: a list of
+    one item per row (so never empty), with no other constraint; the items' own rules and
+    the two model validators are checked by the query itself."""
+    try:
+        node = contract_sql.model_fields(Reservation)[UNITS]
+    except contract_sql.Uncovered:
+        return False
+    allowed = {"type", "items_schema", "min_length", "metadata", "ref", "serialization"}
+    return node.get("type") == "list" and set(node) <= allowed and node.get("min_length", 0) <= 1
 
 
 # User SQL that may read other rows (a window function) or change without the data (clocks,
@@ -486,16 +533,17 @@ _GROUP_KEY = (
 _FIRST_ROW = f"{SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')"
 _ERRORS = "flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errors"
 # Aggregates without ORDER BY (ordered aggregates are slow); order is restored on the lists.
+# "checked": the contract's checks compiled to SQL hold for every row of the record.
 _COMMON = f"""
        min(hash(doc || coalesce(tail, ''))) <> max(hash(doc || coalesce(tail, '')))
-           AS conflicting,
+           AS conflicting, bool_and(coalesce(checks, false)) AS checked,
        {_ERRORS},
        min({SOURCE_COLUMN}) AS sources,
        array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers,
        min({_FIRST_ROW}) AS first_row"""
 # The same columns for a record of one row.
 _SINGLE_COMMON = f"""
-       false AS conflicting, errs AS errors, {SOURCE_COLUMN} AS sources,
+       false AS conflicting, coalesce(checks, false) AS checked, errs AS errors, {SOURCE_COLUMN} AS sources,
        CAST({ROW_COLUMN} AS VARCHAR) AS row_numbers, {_FIRST_ROW} AS first_row"""
 
 # Where DuckDB's JSON text could differ from Python's json.dumps (connector.canonical): \u
@@ -515,8 +563,8 @@ _FAST = f"""
 VALIDATED_BEFORE = "(/* payloads validated before */ false)"
 """Placeholder the engine replaces by a lookup in the snapshot's validated payloads."""
 
-_OUTPUT = """account_id, record_id, payload, hash_text, conflicting, errors, sources, row_numbers,
-       first_row, checkin, checkout"""
+_OUTPUT = """account_id, record_id, payload, hash_text, conflicting, checked, errors, sources,
+       row_numbers, first_row, checkin, checkout"""
 
 _GROUPING: dict[Entity, str] = {
     Entity.ACCOMMODATION: f"""
@@ -529,8 +577,8 @@ _GROUPING: dict[Entity, str] = {
          {_SINGLE_COMMON}, NULL::DATE AS checkin, NULL::DATE AS checkout
   FROM rows_one
   UNION ALL
-  SELECT account_id, record_id, payload, {{hash_text}} AS hash_text, conflicting, errors,
-         sources, row_numbers, first_row, checkin, checkout
+  SELECT account_id, record_id, payload, {{hash_text}} AS hash_text, conflicting, checked,
+         errors, sources, row_numbers, first_row, checkin, checkout
   FROM grouped
 )
 SELECT {_OUTPUT}, {_FAST} AS fast, {VALIDATED_BEFORE} AS validated
@@ -567,8 +615,8 @@ ORDER BY first_row
   SELECT account_id, record_id,
          pms_object(doc, '"{UNITS}":[' || array_to_string(
              list_transform(units, lambda o: o.unit), ',') || ']', tail) AS payload,
-         {{hash_text}} AS hash_text, conflicting, errors, sources, row_numbers, first_row,
-         checkin, checkout,
+         {{hash_text}} AS hash_text, conflicting, checked, errors, sources, row_numbers,
+         first_row, checkin, checkout,
          stays_forward
              AND len(list_distinct(list_transform(units, lambda o: o.id))) = len(units)
              AS units_sure

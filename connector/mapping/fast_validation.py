@@ -30,6 +30,8 @@ _MONTH_DAY = (
     "|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
     "|02-(0[1-9]|1[0-9]|2[0-8]))"
 )
+YEAR_PATTERN = _YEAR
+"""Years 0001 to 9999, as four digits."""
 SURE_DATE = f"{_YEAR}-{_MONTH_DAY}"
 SURE_DATE_PATTERN = f"^{SURE_DATE}$"
 SURE_TIMESTAMP_PATTERN = (

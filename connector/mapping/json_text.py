@@ -27,6 +27,7 @@ class JsonList:
 
     items: list[tuple[JsonObject, str | None]] = field(default_factory=list)  # (item, keep)
     rows_sql: str | None = None  # SQL of a VARCHAR[] of item texts (child rows)
+    rows_check: str = "false"  # SQL: the child rows' items surely pass the contract
 
 
 @dataclass
@@ -36,6 +37,17 @@ class JsonObject:
     members: dict[str, JsonValue] = field(default_factory=dict)
     presence: list[str] = field(default_factory=list)  # SQL that is NULL when a member is unset
     required: bool = True
+    # SQL predicates that together hold only when the members surely pass the contract
+    # (connector.mapping.contract_sql), and the rules no predicate could express.
+    checks: list[str] = field(default_factory=list)
+    uncovered: list[str] = field(default_factory=list)
+
+    def check(self) -> str:
+        """SQL true when the object's members surely pass the contract (``false`` when some
+        rule has no SQL predicate: the validators in Python decide)."""
+        if self.uncovered:
+            return "false"
+        return " AND ".join(f"({check})" for check in self.checks) if self.checks else "true"
 
     def text(self, without: Iterable[str] = ()) -> str:
         """SQL of the object's canonical JSON text, leaving out the dotted paths ``without``."""

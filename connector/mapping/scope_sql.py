@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic.fields import FieldInfo
 
 from connector.contract import formats
+from connector.mapping.contract_sql import ValueKind
 from connector.mapping.expressions import (
     ARITHMETIC_KEYS,
     Condition,
@@ -180,6 +181,32 @@ class UserSql(NamedTuple):
 class Leaf:
     raw: str  # stage-1 column: the text before conversion
     sql: str  # the final value, an expression over the stage columns
+    kind: ValueKind = "other"  # what the value is written as in JSON (for the contract checks)
+
+
+_TEXT_TARGETS = frozenset(
+    {"string", "number_text", "date", "datetime", "time", "half_hour"} | set(REFERENCE_JOINS)
+)
+"""Conversions whose rendered value is text (VARCHAR)."""
+
+
+def value_kind(target: str, implied: str, listed: bool, split: bool) -> ValueKind:
+    """The JSON kind of a leaf's rendered value (see :meth:`ScopeSql.leaf`)."""
+    if split:
+        return "string_list"  # string_split always gives VARCHAR[]
+    if target in _TEXT_TARGETS:
+        kind: ValueKind = "string"
+    elif target == "integer":
+        kind = "number" if implied == "number" else "integer"
+    elif target == "number":
+        kind = "number"
+    elif target == "boolean":
+        kind = "boolean"
+    else:
+        return "other"
+    if listed:
+        return "string_list" if kind == "string" else "other"
+    return kind
 
 
 class ScopeSql:
@@ -565,7 +592,8 @@ class ScopeSql:
         if found:
             self._text_problem(found, f"p{index}", path, sensitive)
         self.compiler.volatile_check(expression, path)
-        leaf = Leaf(raw=raw_name, sql=rendered)
+        kind = value_kind(target, implied, is_list, expression.split is not None)
+        leaf = Leaf(raw=raw_name, sql=rendered, kind=kind)
         self.leaf_log.append((leaf, expression.source == "constant"))
         self.leaf_sql[path] = rendered
         return leaf

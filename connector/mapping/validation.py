@@ -2,8 +2,10 @@
 
 DuckDB writes each record's canonical JSON (``connector.canonical``: sorted keys, unset members
 left out) and the text its hash is taken of. Most records then cost no Python of their own:
-a batch of them is validated in one call by a twin of the contract that builds no objects
-(``connector.mapping.fast_validation.bulk_validator``), and their payloads stay Arrow text.
+the contract's checks, compiled to SQL predicates over the typed values
+(``connector.mapping.contract_sql``), already tell DuckDB they surely pass, and their payloads
+stay Arrow text. Records the predicates do not vouch for are validated a batch per call by a
+twin of the contract that builds no objects (``connector.mapping.fast_validation.bulk_validator``).
 The rest (a conversion error, a conflicting duplicate, anything the twin refuses or whose text
 DuckDB might spell differently from Python) takes the record-by-record path through the
 contract model, whose verdict and messages are the contract's own.
@@ -12,6 +14,7 @@ contract model, whose verdict and messages are the contract's own.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from dataclasses import dataclass, field
 from datetime import date
@@ -46,6 +49,9 @@ SUPPORTED_DATES = ("1677-09-22", "2262-04-11")
 FAST_PATH_ENV = "PMS_SYNC_FAST_PATH"
 """Set to 0 to send every record through the contract model (the slower reference path)."""
 
+SQL_CHECKS_ENV = "PMS_SYNC_SQL_CHECKS"
+"""Set to 0 to ignore the contract checks compiled to SQL (every fast record meets the twin)."""
+
 VERIFY_ENV = "PMS_SYNC_VERIFY_FAST_PATH"
 """When set, every record of the fast path is also run through the contract model and the
 Python canonical form, and any difference raises (the test suite sets it)."""
@@ -56,6 +62,7 @@ MAPPED_COLUMNS: tuple[str, ...] = (
     "payload",  # canonical JSON written by DuckDB
     "hash_text",  # the payload without volatile members; NULL when it is the payload itself
     "conflicting",
+    "checked",  # the contract's checks compiled to SQL surely pass (contract_sql)
     "errors",
     "sources",
     "row_numbers",
@@ -65,6 +72,18 @@ MAPPED_COLUMNS: tuple[str, ...] = (
     "validated",  # the payload was validated in an earlier run (the snapshot knows it)
 )
 """Columns the entity query returns, one row per candidate record."""
+
+_KEPT_COLUMNS = [
+    "account_id",
+    "record_id",
+    "payload",
+    "checkin",
+    "checkout",
+    "sources",
+    "row_numbers",
+]
+"""Columns of an accepted record the result keeps (or derives its own from)."""
+_HASHED = ["payload", "hash_text"]
 
 TWIN_CHUNK = 2_000
 """Documents validated per call of the bulk twin."""
@@ -152,6 +171,8 @@ class RecordValidator:
         self.hash_in_python = hash_in_python
         self.verify = bool(os.environ.get(VERIFY_ENV))
         self.fast_path = os.environ.get(FAST_PATH_ENV, "1") != "0"
+        self.sql_checks = os.environ.get(SQL_CHECKS_ENV, "1") != "0"
+        self.checked_count = 0  # accepted on the SQL predicates alone
         self.quarantine = _Quarantine(entity)
         self.tables: list[pa.Table] = []
         self.known_count = 0  # accepted as validated in an earlier run
@@ -165,12 +186,17 @@ class RecordValidator:
         if not self.fast_path:
             fast = np.zeros(len(fast), dtype=bool)
         known = batch.column("validated").fill_null(False).to_numpy(zero_copy_only=False)
+        checked = batch.column("checked").fill_null(False).to_numpy(zero_copy_only=False)
+        if not self.sql_checks:
+            checked = np.zeros(len(fast), dtype=bool)
         payloads = batch.column("payload")
-        # A payload validated before under this contract (the snapshot says) is valid as is.
-        accepted = [index for index, sure in enumerate(fast & known) if sure]
-        fast_positions = [index for index, sure in enumerate(fast & ~known) if sure]
-        slow = [index for index, sure in enumerate(fast) if not sure]
-        self.known_count += len(accepted)
+        # A payload validated before under this contract (the snapshot says) is valid as is,
+        # and so is one whose every value the SQL predicates vouch for.
+        self.known_count += int(np.count_nonzero(fast & known))
+        self.checked_count += int(np.count_nonzero(fast & ~known & checked))
+        accepted = np.flatnonzero(fast & (known | checked)).tolist()
+        fast_positions = np.flatnonzero(fast & ~known & ~checked).tolist()
+        slow = np.flatnonzero(~fast).tolist()
         if fast_positions:
             texts = pc.take(payloads, pa.array(fast_positions)).to_pylist()
             refused = self._refused_by_twin(texts)
@@ -200,26 +226,38 @@ class RecordValidator:
         return refused
 
     def _accepted(self, batch: pa.RecordBatch, positions: list[int]) -> pa.Table:
-        """Records the twin accepted: payload and hashed text straight from DuckDB."""
-        taken = batch.take(pa.array(positions))
+        """Records accepted without the contract model: payload and hashed text from DuckDB."""
+        indices = pa.array(positions)
+        # A copy of the columns kept: a column imported from DuckDB keeps every buffer of its
+        # batch alive (Arrow's C data import shares one release for the whole batch).
+        taken = batch.select(_KEPT_COLUMNS).take(indices)
         payloads = taken.column("payload")
+        # The hashed text is read where it is when the whole batch is accepted (most often).
+        hashing = batch if len(positions) == batch.num_rows else batch.select(_HASHED).take(indices)
+        digests: pa.Array
         if self.hash_in_python:
-            digests = [
-                content_hash(orjson.loads(text), self.volatile) for text in payloads.to_pylist()
-            ]
+            digests = pa.array(
+                [content_hash(orjson.loads(text), self.volatile) for text in payloads.to_pylist()],
+                pa.large_string(),
+            )
         else:
-            hashed = pc.coalesce(taken.column("hash_text"), payloads).to_pylist()
-            digests = [
-                hashlib.blake2b(text.encode(), digest_size=16).hexdigest() for text in hashed
-            ]
+            hash_text = hashing.column("hash_text")
+            # The hashed text is the payload itself unless volatile members were cut out.
+            if hash_text.null_count == len(hash_text):
+                hashed = hashing.column("payload")
+            elif hash_text.null_count == 0:
+                hashed = hash_text
+            else:
+                hashed = pc.coalesce(hash_text, hashing.column("payload"))
+            digests = blake2b_hex(hashed)
         if self.verify:
-            self._verify(payloads.to_pylist(), digests)
+            self._verify(payloads.to_pylist(), digests.to_pylist())
         return pa.table(
             {
                 "account_id": taken.column("account_id"),
                 "record_id": taken.column("record_id"),
                 "payload": payloads,
-                "content_hash": pa.array(digests, pa.large_string()),
+                "content_hash": digests,
                 "checkin": taken.column("checkin"),
                 "checkout": taken.column("checkout"),
                 "source_rows": pc.binary_join_element_wise(
@@ -231,7 +269,13 @@ class RecordValidator:
 
     def _verify(self, payloads: list[str], digests: list[str]) -> None:
         for payload, digest in zip(payloads, digests, strict=True):
-            data = self.validate(payload).to_json_dict()
+            try:
+                data = self.validate(payload).to_json_dict()
+            except ValidationError as error:
+                raise AssertionError(
+                    f"the fast path (SQL checks or twin) accepted a document the contract "
+                    f"refuses: {payload!r}: {error}"
+                ) from None
             expected = (canonical_json(data), content_hash(data, self.volatile))
             if expected != (payload, digest):
                 raise AssertionError(
@@ -352,7 +396,36 @@ class RecordValidator:
             records=records,
             quarantine=quarantined,
             known_valid=self.known_count,
+            checked_in_sql=self.checked_count,
         )
+
+
+def blake2b_hex(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The content hash of each text (``connector.canonical.content_hash``'s blake2b, 16 bytes,
+    hex), read straight from the Arrow buffers: no Python string per text is built."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = texts.cast(pa.large_string())
+    if texts.null_count:
+        raise ValueError("a text to hash is missing")
+    count = len(texts)
+    _validity, offsets_buffer, data_buffer = texts.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[texts.offset : texts.offset + count + 1]
+    data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
+    blake2b = hashlib.blake2b
+    bounds = offsets.tolist()
+    digests = b"".join(
+        [
+            blake2b(data[start:end], digest_size=16).digest()
+            for start, end in itertools.pairwise(bounds)
+        ]
+    )
+    hex_text = digests.hex().encode()
+    return pa.LargeStringArray.from_buffers(
+        count,
+        pa.py_buffer(np.arange(0, 32 * (count + 1), 32, dtype=np.int64)),
+        pa.py_buffer(hex_text),
+    )
 
 
 def _records_frame(table: pa.Table) -> pd.DataFrame:
