@@ -9,7 +9,7 @@ and network access is disabled and whose configuration is locked.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
+from connector.duckdb_memory import memory_limit
 from connector.errors import MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
@@ -28,6 +29,7 @@ from connector.mapping.fingerprints import (
     FingerprintSplit,
     carried_records,
     mapped_fingerprints,
+    read_stored,
     split_by_fingerprint,
 )
 from connector.mapping.model import Mapping
@@ -37,8 +39,9 @@ from connector.records import DateWindow, MappedRecords
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier
 
-MEMORY_LIMIT = "1GB"
-"""DuckDB's share of the memory budget of a run (it spills to temporary files beyond it)."""
+ValidatedPayloads = pa.Table | Callable[[], pa.Table | None]
+"""The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed:
+a run whose every record is carried over by fingerprint reads none."""
 
 
 BATCH_ROWS = 100_000
@@ -200,7 +203,7 @@ def map_records(
     entities: Iterable[Entity] | None = None,
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
-    validated: pa.Table | None = None,
+    validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
 ) -> dict[Entity, MappedRecords]:
     """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
@@ -209,8 +212,9 @@ def map_records(
     check-in could not be read stay, so their problems are reported). ``since`` gives, per SQL
     input name, the last cursor value already synced: only newer rows are read. ``validated``
     holds the MD5s (column ``payload_md5``) of canonical payloads already known valid under
-    the current contract (``connector.snapshot.validated_payloads``): records with one of
-    them are not validated again. ``fingerprints`` reads the source fingerprints of earlier
+    the current contract (``connector.snapshot.validated_payloads``), or a function that reads
+    them, called only when some record is mapped: records with one of them are not validated
+    again. ``fingerprints`` reads the source fingerprints of earlier
     runs: records whose rows are unchanged are carried over unmapped
     (``connector.mapping.fingerprints``).
     """
@@ -225,7 +229,7 @@ def run_prepared(
     *,
     window: DateWindow | None = None,
     since: AbcMapping[str, Any] | None = None,
-    validated: pa.Table | None = None,
+    validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
 ) -> dict[Entity, MappedRecords]:
     since = dict(since or {})
@@ -237,21 +241,33 @@ def run_prepared(
     with (
         tempfile.TemporaryDirectory(prefix="pms-sync-duckdb-") as spill,
         duckdb.connect(
-            ":memory:", config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill}
+            ":memory:", config={"memory_limit": memory_limit(), "temp_directory": spill}
         ) as connection,
     ):
         sql_functions.install(connection)
         _create_lookups(connection, prepared.mapping)
         for name, source in prepared.sources.items():
             source.load_into(connection, table_name(name), since=since.get(name))
+        # Stored fingerprints are read before the lock-down: a DuckDB snapshot is attached
+        # read-only to this connection (one DuckDB instance, one memory limit), then detached.
+        fingerprinted: dict[Entity, str] = {}
+        if fingerprints is not None:
+            for entity, query in prepared.queries.items():
+                if query.fingerprintable:
+                    try:
+                        fingerprinted[entity] = read_stored(
+                            connection, prepared.mapping, query, fingerprints
+                        )
+                    except duckdb.Error as error:
+                        raise _failed_on_data(connection, prepared.mapping, query, error) from None
         _lock_down(connection)
         known: str | None = None  # loaded when some record is mapped at all
         for entity, query in prepared.queries.items():
             sql = query.sql
             split: FingerprintSplit | None = None
-            if fingerprints is not None and query.fingerprintable:
+            if entity in fingerprinted:
                 try:
-                    split = split_by_fingerprint(connection, prepared.mapping, query, fingerprints)
+                    split = split_by_fingerprint(connection, query, fingerprinted[entity])
                 except duckdb.Error as error:
                     raise _failed_on_data(connection, prepared.mapping, query, error) from None
                 sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
@@ -283,9 +299,21 @@ def run_prepared(
                 carried = carried_records(split.unchanged, window)
                 result.carried = len(carried)
                 if len(carried):
-                    result.records = pd.concat([result.records, carried], ignore_index=True)
+                    result.records = _with_carried(result.records, carried)
             results[entity] = result
     return results
+
+
+def _with_carried(records: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
+    """The mapped records followed by the carried ones, text left in Arrow memory.
+
+    pandas gives a column of an empty frame a say in the concatenated dtype: the mapped
+    records' empty object columns would turn every carried key and hash into a Python string
+    (≈ 0.2 GB and a second at 1M carried records).
+    """
+    if not len(records):
+        return carried
+    return pd.concat([records.astype(carried.dtypes.to_dict()), carried], ignore_index=True)
 
 
 def _keys_outside(
@@ -304,8 +332,12 @@ def _keys_outside(
     ).df()
 
 
-def _load_validated(connection: duckdb.DuckDBPyConnection, validated: pa.Table | None) -> str:
+def _load_validated(
+    connection: duckdb.DuckDBPyConnection, validated: ValidatedPayloads | None
+) -> str:
     """Load the validated payloads' MD5s; return the SQL that tells a payload is one of them."""
+    if callable(validated):
+        validated = validated()
     if validated is None or not validated.num_rows:
         return VALIDATED_BEFORE
     connection.register("validated_arrow", validated)

@@ -55,7 +55,13 @@ mapped, whose fingerprints the snapshot keeps once the run has sent them."""
 
 
 class FingerprintReader(Protocol):
-    """Where a run finds the fingerprints of its last runs (the snapshot, read-only)."""
+    """Where a run finds the fingerprints of its last runs (the snapshot, read-only).
+
+    A reader may also offer ``copy_into(connection, table, entity, mapping_fingerprint) ->
+    bool``: the same rows written straight into a table of the engine's connection (a DuckDB
+    file attached read-only), without a second DuckDB instance or an Arrow copy in Python;
+    False when it cannot, and the call is used instead.
+    """
 
     def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
         """STORED_COLUMNS of the records fingerprinted under ``mapping_fingerprint``."""
@@ -110,6 +116,46 @@ def table_fingerprint(connection: duckdb.DuckDBPyConnection, input_name: str) ->
     return str(found)
 
 
+def stored_table(entity: Entity) -> str:
+    """The engine's temporary table of the fingerprints an entity's last runs stored."""
+    return f"fingerprints_stored_{entity.value}"
+
+
+def read_stored(
+    connection: duckdb.DuckDBPyConnection,
+    mapping: Mapping,
+    query: EntityQuery,
+    stored: FingerprintReader,
+) -> str:
+    """The entity's mapping fingerprint; its stored fingerprints copied into ``stored_table``.
+
+    Runs before the engine's connection is locked down (no user SQL runs here: the mapping
+    fingerprint hashes the loaded inputs as they are), since attaching the snapshot needs
+    file access, which the mapping's own SQL never gets: the snapshot is detached again before.
+    """
+    fingerprint = mapping_fingerprint(connection, mapping, query)
+    table = stored_table(query.entity)
+    copy_into = getattr(stored, "copy_into", None)
+    if copy_into is not None and copy_into(connection, table, query.entity, fingerprint):
+        return fingerprint
+    known = stored(query.entity, fingerprint)
+    if known is None or not known.num_rows:
+        known = pa.table(
+            {
+                name: pa.array([], type=pa.int64() if name == "fingerprint" else pa.string())
+                for name in STORED_COLUMNS
+            }
+        )
+    connection.register("fingerprints_stored", known)
+    try:
+        connection.execute(
+            f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM fingerprints_stored"
+        )
+    finally:
+        connection.unregister("fingerprints_stored")
+    return fingerprint
+
+
 @dataclass(frozen=True)
 class FingerprintSplit:
     """What the stored fingerprints leave to map, and what they carry over."""
@@ -139,18 +185,16 @@ ROWS_LEFT_OUT_SQL = (
 
 
 def split_by_fingerprint(
-    connection: duckdb.DuckDBPyConnection,
-    mapping: Mapping,
-    query: EntityQuery,
-    stored: FingerprintReader,
+    connection: duckdb.DuckDBPyConnection, query: EntityQuery, fingerprint: str
 ) -> FingerprintSplit:
-    """Fingerprint the entity's records and compare them with what the snapshot keeps.
+    """Fingerprint the entity's records and compare them with what the snapshot keeps
+    (``read_stored`` copied it, under the mapping fingerprint ``fingerprint``).
 
     Leaves the temporary table ``ROWS_LEFT_OUT`` on ``connection``: the rows of the records
     carried over, which the entity query then leaves out. Rows whose account or id is blank
     are never left out (they are quarantined every time).
     """
-    fingerprint = mapping_fingerprint(connection, mapping, query)
+    stored = stored_table(query.entity)
     connection.execute(f"CREATE OR REPLACE TEMP TABLE fingerprint_key_rows AS {query.key_rows_sql}")
     # A record's fingerprint: the sum of its rows' hashes (order-free, duplicates count) and
     # their number, hashed to one BIGINT (the top bit dropped so every backend can keep it).
@@ -165,36 +209,35 @@ def split_by_fingerprint(
         GROUP BY account_id, record_id
         """
     )
-    known = stored(query.entity, fingerprint)
-    if known is None or not known.num_rows:
-        known = pa.table(
-            {
-                name: pa.array([], type=pa.int64() if name == "fingerprint" else pa.string())
-                for name in STORED_COLUMNS
-            }
-        )
-    connection.register("fingerprints_stored", known)
-    try:
-        connection.execute(
-            """
-            CREATE OR REPLACE TEMP TABLE fingerprint_unchanged AS
-            SELECT s.source_account, s.record_id, s.fingerprint, s.account_id, s.content_hash,
-                   CAST(s.checkin AS DATE) AS checkin, CAST(s.checkout AS DATE) AS checkout
-            FROM fingerprint_records AS f
-            JOIN fingerprints_stored AS s
-              ON s.source_account = f.source_account AND s.record_id = f.record_id
-             AND s.fingerprint = f.fingerprint
-            """
-        )
-    finally:
-        connection.unregister("fingerprints_stored")
+    connection.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE fingerprint_unchanged AS
+        SELECT s.source_account, s.record_id, s.fingerprint, s.account_id, s.content_hash,
+               CAST(s.checkin AS DATE) AS checkin, CAST(s.checkout AS DATE) AS checkout
+        FROM fingerprint_records AS f
+        JOIN {stored} AS s
+          ON s.source_account = f.source_account AND s.record_id = f.record_id
+         AND s.fingerprint = f.fingerprint
+        """
+    )
+    connection.execute(f"DROP TABLE {stored}")
+    # Rows of no carried record (changed, new, or without a key): none on a nightly run with
+    # nothing changed, which then needs no table of the rows left out (1.2M rows at 1M).
+    ((rows_to_map,),) = connection.execute(
+        """
+        SELECT count(*) FROM fingerprint_key_rows AS k ANTI JOIN fingerprint_unchanged AS u
+          ON u.source_account = k.account_id AND u.record_id = k.record_id
+        """
+    ).fetchall()
     connection.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {ROWS_LEFT_OUT} AS
         SELECT k.{SOURCE_COLUMN}, k.{ROW_COLUMN} FROM fingerprint_key_rows AS k
         SEMI JOIN fingerprint_unchanged AS u
           ON u.source_account = k.account_id AND u.record_id = k.record_id
-        """
+        WHERE $rows_to_map > 0
+        """,
+        {"rows_to_map": rows_to_map},
     )
     # The carried records, as the records frame has them: no payload, the acknowledged hash.
     unchanged_table = connection.sql(
@@ -207,9 +250,6 @@ def split_by_fingerprint(
     ).to_arrow_table()
     # Text stays in Arrow memory, as the validator leaves the mapped records' text.
     unchanged = unchanged_table.to_pandas(types_mapper=_ARROW_TEXT.get, date_as_object=False)
-    ((rows_left_out, rows_in_all),) = connection.execute(
-        f"SELECT (SELECT count(*) FROM {ROWS_LEFT_OUT}), (SELECT count(*) FROM fingerprint_key_rows)"
-    ).fetchall()
     mapped = connection.sql(
         "SELECT * FROM fingerprint_records ANTI JOIN fingerprint_unchanged "
         "USING (source_account, record_id)"
@@ -217,7 +257,7 @@ def split_by_fingerprint(
     connection.execute("DROP TABLE fingerprint_key_rows")
     connection.execute("DROP TABLE fingerprint_records")
     connection.execute("DROP TABLE fingerprint_unchanged")
-    return FingerprintSplit(fingerprint, unchanged, mapped, rows_left_out == rows_in_all)
+    return FingerprintSplit(fingerprint, unchanged, mapped, rows_to_map == 0)
 
 
 def mapped_fingerprints(mapped: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:

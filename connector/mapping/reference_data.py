@@ -11,8 +11,13 @@ value: lower case, accents stripped, surrounding blanks removed.
 from __future__ import annotations
 
 import gettext
+import hashlib
+import json
+import os
 import unicodedata
 from functools import cache
+from importlib.metadata import version
+from pathlib import Path
 
 import pycountry
 
@@ -230,9 +235,79 @@ def _translations(domain: str) -> list[gettext.NullTranslations]:
     ]
 
 
-@cache
+CACHE_DIR_VARIABLE = "PMS_SYNC_CACHE_DIR"
+"""Where the built reference tables are kept between runs; by default ``$XDG_CACHE_HOME/pms-sync``
+(``~/.cache/pms-sync``)."""
+
+
 def country_table() -> dict[str, str]:
     """Every accepted spelling (normalised) → ISO 3166-1 alpha-2."""
+    return reference_tables()["country"]
+
+
+def currency_table() -> dict[str, str]:
+    """Every accepted spelling (normalised) → ISO 4217 code."""
+    return reference_tables()["currency"]
+
+
+def language_table() -> dict[str, str]:
+    """Every accepted spelling (normalised) → ISO 639-1 code (ISO 639-3 where there is none)."""
+    return reference_tables()["language"]
+
+
+@cache
+def reference_tables() -> dict[str, dict[str, str]]:
+    """The country, currency and language tables, built once per pycountry release.
+
+    Building them walks pycountry's databases and nine translations (≈ 0.4 s, a fixed cost of
+    every run); the result depends only on pycountry's version and on this module's own alias
+    tables, so it is kept in a JSON file named after both and read back by later runs. A cache
+    that cannot be read or written is only slower: the tables are then built in memory.
+    """
+    file = _cache_file()
+    if file is not None:
+        try:
+            found = json.loads(file.read_text(encoding="utf-8"))
+            if isinstance(found, dict) and set(found) == set(_BUILDERS):
+                return found
+        except (OSError, ValueError):
+            pass
+    tables = {name: build() for name, build in _BUILDERS.items()}
+    if file is not None:
+        _write_atomically(file, json.dumps(tables, ensure_ascii=False, sort_keys=True))
+    return tables
+
+
+def _cache_file() -> Path | None:
+    """The cache file for this pycountry release and this module's source, or None."""
+    configured = os.environ.get(CACHE_DIR_VARIABLE)
+    if configured is not None:
+        if not configured.strip():
+            return None  # an empty value turns the cache off
+        folder = Path(configured).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = Path(base).expanduser() / "pms-sync"
+    try:
+        source = Path(__file__).read_bytes()
+    except OSError:
+        return None
+    key = hashlib.sha256(version("pycountry").encode() + b"\0" + source).hexdigest()[:16]
+    return folder / f"reference-tables-{key}.json"
+
+
+def _write_atomically(file: Path, text: str) -> None:
+    # Another run may read the file at any time: it sees the old name or the whole new file.
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        partial = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, file)
+    except OSError:
+        return
+
+
+def _build_country_table() -> dict[str, str]:
     table: dict[str, str] = {}
     translations = _translations("iso3166-1")
     for country in pycountry.countries:
@@ -256,9 +331,7 @@ def country_table() -> dict[str, str]:
     return table
 
 
-@cache
-def currency_table() -> dict[str, str]:
-    """Every accepted spelling (normalised) → ISO 4217 code."""
+def _build_currency_table() -> dict[str, str]:
     table: dict[str, str] = {}
     for currency in pycountry.currencies:
         table.setdefault(normalise_key(currency.alpha_3), currency.alpha_3)
@@ -268,9 +341,7 @@ def currency_table() -> dict[str, str]:
     return table
 
 
-@cache
-def language_table() -> dict[str, str]:
-    """Every accepted spelling (normalised) → ISO 639-1 code (ISO 639-3 where there is none)."""
+def _build_language_table() -> dict[str, str]:
     table: dict[str, str] = {}
     translations = _translations("iso639-3")
     for language in pycountry.languages:
@@ -310,3 +381,10 @@ def language_table() -> dict[str, str]:
         if hasattr(language, "alpha_2"):
             table[normalise_key(language.alpha_2)] = language.alpha_2
     return table
+
+
+_BUILDERS = {
+    "country": _build_country_table,
+    "currency": _build_currency_table,
+    "language": _build_language_table,
+}

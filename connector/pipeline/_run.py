@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -296,10 +297,35 @@ def load_batches(
     ``accounts``: keep the records of these accounts only (as the export names them, external
     ids too), and reconcile only them: a run of some accounts of the connection.
     """
-    from connector.mapping import load_mapping, map_records  # the mapping engine's interface
+    from connector.mapping import load_mapping  # the mapping engine's interface
+
+    return _batches_of(
+        load_mapping(mapping_path),
+        mapping_path,
+        entities=entities,
+        window=window,
+        snapshot_path=snapshot_path,
+        input_paths=input_paths,
+        remap=remap,
+        accounts=accounts,
+    )
+
+
+def _batches_of(
+    mapping: Any,
+    mapping_path: str | Path,
+    *,
+    entities: Collection[Entity] | None = None,
+    window: DateWindow | None = None,
+    snapshot_path: str | Path | None = None,
+    input_paths: Mapping[str, str | Path] | None = None,
+    remap: bool = False,
+    accounts: Collection[str] | None = None,
+) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
+    """``load_batches`` of a mapping already loaded (``connector.mapping.Mapping``)."""
+    from connector.mapping import map_records
     from connector.safety.stability import check_mapping_exports
 
-    mapping = load_mapping(mapping_path)
     for name, path in (input_paths or {}).items():
         source = mapping.inputs.get(name)
         if source is None or not hasattr(source, "path"):
@@ -309,7 +335,8 @@ def load_batches(
             )
         mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
     check_mapping_exports(mapping)  # an export still being written is never read
-    validated = validated_payloads(snapshot_path) if snapshot_path is not None else None
+    # Read only when some record is mapped: a nightly run with nothing changed maps none.
+    validated = partial(validated_payloads, snapshot_path) if snapshot_path is not None else None
     policy = ReconcilePolicy.from_mapping(mapping)
     # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
     # its fingerprint renewed.
@@ -434,7 +461,13 @@ def run_sync(
     """Map, plan, push and record one run of a mapping file (``remap``: map every record,
     whatever its source fingerprint; ``accounts``: a run of these accounts only)."""
     started = _now()
-    batches, policy = load_batches(
+    from connector.mapping import load_mapping
+
+    # Loaded once for the mapping engine and the guard's thresholds (checking a mapping file
+    # is a fixed cost of every run).
+    mapping_file = load_mapping(mapping_path)
+    batches, policy = _batches_of(
+        mapping_file,
         mapping_path,
         entities=entities,
         window=window,
@@ -442,9 +475,7 @@ def run_sync(
         remap=remap or (force is not None and force.active),
         accounts=accounts,
     )
-    from connector.mapping import load_mapping
-
-    guard = GuardRules.from_mapping(load_mapping(mapping_path))
+    guard = GuardRules.from_mapping(mapping_file)
     return sync_batches(
         batches,
         settings,
@@ -689,8 +720,13 @@ def _adopt_exported(
 ) -> None:
     # A record this connection exports is this connection's, changed or not: a unit that
     # moved from one mapping to another is then reconciled by the one that has it now.
+    # Records carried over by fingerprint (no payload) are already this connection's: they
+    # are only carried while acknowledged under it (connector.snapshot._fingerprints).
     for entity, batch in batches.items():
-        snapshot.adopt(entity, batch.records, connection)
+        records = batch.records
+        if batch.carried:
+            records = records.loc[records["payload"].notna().to_numpy()]
+        snapshot.adopt(entity, records, connection)
 
 
 def _updates_first(changes: pd.DataFrame) -> pd.DataFrame:
@@ -783,9 +819,11 @@ def lock_scope(
         for keys in (batch.records, batch.quarantine, batch.present_elsewhere, batch.unresolved):
             if "account_id" not in keys:
                 continue
-            named = keys["account_id"].dropna().astype(str).str.strip()
-            whole_connection |= bool((named == "").any()) or len(named) < len(keys)
-            accounts |= set(named[named != ""])
+            # Distinct values first: a nightly run's records are ~all carried (1M at 1M).
+            column = keys["account_id"]
+            named = {str(value).strip() for value in column.dropna().unique()}
+            whole_connection |= "" in named or bool(column.isna().any())
+            accounts |= named - {""}
     return LockScope(
         connection=policy.connection,
         accounts=frozenset(accounts),

@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
+from connector.duckdb_memory import memory_limit
 from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
@@ -165,7 +166,8 @@ class _FileReader:
         if self._file is None or not self._file.exists():
             return None
         try:
-            with duckdb.connect(str(self._file), read_only=True) as db:
+            limit = {"memory_limit": memory_limit()}  # the run's one limit
+            with duckdb.connect(str(self._file), read_only=True, config=limit) as db:
                 versions = {
                     v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
                 }
@@ -175,5 +177,52 @@ class _FileReader:
         except duckdb.Error:
             return None  # a file another process is writing: every record is mapped
 
+    def copy_into(
+        self,
+        engine: duckdb.DuckDBPyConnection,
+        table: str,
+        entity: Entity,
+        mapping_fingerprint: str,
+    ) -> bool:
+        """The same rows as a call, into ``table`` of the engine's connection: the file is
+        attached read-only there, read by the engine's own DuckDB (its memory limit), and
+        detached. False when the file cannot be attached (the call then decides)."""
+        if self._file is None or not self._file.exists():
+            return False
+        try:
+            engine.execute(f"ATTACH ? AS {_ATTACHED} (READ_ONLY)", [str(self._file)])
+        except duckdb.Error:
+            return False
+        try:
+            versions = {
+                v
+                for (v,) in engine.execute(
+                    f"SELECT version FROM {_ATTACHED}.schema_migrations"
+                ).fetchall()
+            }
+            if FINGERPRINTS_SINCE not in versions:
+                return False
+            engine.execute(
+                f"CREATE OR REPLACE TEMP TABLE {table} AS "
+                + STORED_SQL.replace(":", "$")
+                .replace("FROM source_fingerprints", f"FROM {_ATTACHED}.source_fingerprints")
+                .replace("JOIN acknowledged", f"JOIN {_ATTACHED}.acknowledged"),
+                {
+                    "connection": connection_key(self._connection),
+                    "owner": self._connection,
+                    "entity": str(entity),
+                    "mapping_fingerprint": mapping_fingerprint,
+                },
+            )
+            return True
+        except duckdb.Error:
+            return False
+        finally:
+            engine.execute(f"DETACH DATABASE IF EXISTS {_ATTACHED}")
+
     def close(self) -> None:
         return None
+
+
+_ATTACHED = "pms_sync_snapshot"
+"""The name the snapshot file is attached under, for as long as the stored rows are copied."""

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import openpyxl
 import pandas as pd
 
 from connector.errors import SourceError
@@ -55,6 +54,9 @@ class XlsxSource(Source):
             max_uncompressed=self.max_uncompressed,
             max_ratio=self.max_ratio,
         )
+        # Imported here: a run without a workbook input does not pay for openpyxl (≈ 0.2 s).
+        import openpyxl
+
         try:
             workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         except Exception as error:  # openpyxl raises several unrelated types for a bad file

@@ -1,0 +1,33 @@
+"""The memory DuckDB may hold in a run: one limit, for every DuckDB connection a run opens.
+
+A run's DuckDB connections follow one another: the mapping engine's (with the short read-only
+connections that read the snapshot's fingerprints and validated payloads) is closed before
+the snapshot's connection computes the diff, so at no moment do two of them hold their share
+of memory. Beyond the limit DuckDB spills to temporary files, and fails where an operator
+cannot spill. ``PMS_SYNC_MEMORY_LIMIT`` sets it (DuckDB's own syntax: ``1GB``, ``800MB``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MEMORY_LIMIT_VARIABLE = "PMS_SYNC_MEMORY_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
+"""A first run at 1M reservations fails with 400 MB (docs/decisions.md, "Source fingerprints")."""
+
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|KIB|MB|MIB|GB|GIB|TB|TIB)\s*$", re.IGNORECASE)
+
+
+def memory_limit() -> str:
+    """The limit every DuckDB connection of a run gets (``PMS_SYNC_MEMORY_LIMIT``, else 1GB)."""
+    from connector.errors import ConfigError
+
+    value = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_MEMORY_LIMIT
+    if not _SIZE.match(value):
+        raise ConfigError(
+            f"{MEMORY_LIMIT_VARIABLE} must be a size such as 1GB or 800MB, got {value!r}"
+        )
+    return value
