@@ -105,7 +105,7 @@ def read_answer(
     if error_shape is not None:
         return AnswerReading(None, f"HTTP {status} with {error_shape}, {expected}")
     try:
-        answer: SyncAnswer = validate_json_body(_STRICT_MODELS[entity], body)
+        answer: SyncAnswer = validate_json_body(_STRICT_MODELS[entity], body, parsed)
     except ValidationError as error:
         return AnswerReading(None, f"HTTP {status} {_type_problems(error, parsed, section)}")
     counts = present_counts(entity, answer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from enum import StrEnum
@@ -110,15 +111,49 @@ def _first_repeated_member(value: Any, loc: tuple[str | int, ...]) -> tuple[str 
     return None
 
 
-def validate_json_body(model: type[ModelT], body: bytes | str) -> ModelT:
+# Every string of a JSON text without escapes, in order, with the colon that makes it a member
+# name: each match consumes both quotes, so the matches stay aligned on the string tokens.
+_STRING_TOKEN = re.compile(rb'"[^"]*"\s*(:)?')
+
+
+def _members_cannot_repeat(body: bytes | str, parsed: Any) -> bool:
+    """True when no object of ``body`` names a member twice; False when one may.
+
+    ``parsed`` is the body as read by a parser that keeps one of repeated members (orjson).
+    With no escape in the text, every string is written between two plain quotes, so the
+    member names written can be counted; a name written twice in an object leaves more of
+    them than members parsed. About 5 µs for a sync answer here, against 18 µs for the full
+    check.
+    """
+    text = body.encode() if isinstance(body, str) else body
+    if b"\\" in text:
+        return False
+    members = 0
+    pending = [parsed]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            members += len(value)
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    colons = _STRING_TOKEN.findall(text)  # b":" after a member name, b"" after a value
+    return len(colons) - colons.count(b"") == members
+
+
+def validate_json_body(model: type[ModelT], body: bytes | str, parsed: Any = None) -> ModelT:
     """``model`` validated from a JSON body as the service reads it.
 
     The model's own JSON validation, plus one rule of the contract that pydantic does not
     enforce: a member name appears at most once per object (RFC 8259 leaves duplicates to the
     parser, and parsers disagree on which value wins: a door code sent twice is refused rather
-    than guessed). Raises :class:`pydantic.ValidationError` either way.
+    than guessed). Raises :class:`pydantic.ValidationError` either way. ``parsed``, the body
+    already parsed by the caller (orjson), lets a body whose text shows no member can repeat
+    skip the second, member-collecting parse (the client reads one answer per request).
     """
     validated = model.model_validate_json(body)
+    if parsed is not None and _members_cannot_repeat(body, parsed):
+        return validated
     # Parsed a second time only once pydantic accepted the body: nesting is then shallow enough
     # for the standard library's parser and the text is valid UTF-8 JSON.
     try:

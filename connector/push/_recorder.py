@@ -22,9 +22,9 @@ class _Recorder:
     """Buffers answers; one writer thread commits them to the snapshot in small batches.
 
     The event loop only appends to the buffers. The writer commits whatever is buffered every
-    ``commit_interval`` seconds, or as soon as ``commit_every`` answers wait, so an answer is
-    durable at most one interval plus one commit after it came. A slow commit makes the next
-    batch larger, not later. The writer is the snapshot's only user until :meth:`close`.
+    ``commit_interval`` seconds (the durability bound), or as soon as ``commit_every`` answers
+    wait (a cap on a batch), so an answer is durable at most one interval plus one commit after
+    it came. A slow commit makes the next batch larger, not later. The writer is the snapshot's only user until :meth:`close`.
     """
 
     def __init__(

@@ -138,3 +138,37 @@ def test_the_documented_policy_still_refuses_errors_wrong_types_and_counts_of_no
     reading = read_answer(Entity.RESERVATION, 200, JSON, raw, DOCUMENTED)
 
     assert expected in (reading.problem or "")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # Written the same way twice, and the second time with an escape (the same name).
+        b'{"savedProperties": 1, "skippedProperties": 0, "savedProperties": 1}',
+        b'{"savedProperties": 1, "\\u0073avedProperties": 1}',
+        # Escaped quotes that shift where a reader without escapes sees strings start.
+        b'{"savedProperties": 1, "a": 1, "\\"a": 1, "a": "\\"a\\":"}',
+        # In a nested object of an undocumented member: a repeated door code is no less repeated.
+        b'{"savedProperties": 1, "x": {"doorCode": "1", "doorCode": "2"}}',
+        b'{"savedProperties": 1, "x": [{"a": 1}, {"a": 1, "a": 2}]}',
+    ],
+)
+def test_a_member_named_twice_is_unconfirmed_however_the_name_is_written(raw: bytes) -> None:
+    reading = read_answer(Entity.ACCOMMODATION, 200, JSON, raw)
+
+    assert not reading.acknowledged
+    assert "appears more than once" in (reading.problem or "")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # A value equal to a member name, and escapes without any repetition: acknowledged
+        # (the quick look at the text is unsure, the full check decides).
+        b'{"newReservations": 1, "summary": "newReservations", "reservationIds": ["R1-1"]}',
+        b'{"newReservations": 1, "summary": "caf\\u00e9 \\"ok\\""}',
+        b'{"newReservations": 1, "x": [{"a": 1}, {"a": 2}], "y": {"a": 3}}',
+    ],
+)
+def test_an_answer_whose_names_only_look_repeated_acknowledges(raw: bytes) -> None:
+    assert read_answer(Entity.RESERVATION, 200, JSON, raw).acknowledged
