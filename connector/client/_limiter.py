@@ -9,6 +9,10 @@ exact against the service's fixed windows whatever the network or event-loop del
 add what another process sharing the token used, so the limiter leaves that room alone; a
 window the service reports exhausted is not sent into until it has certainly reset. A 429 is
 a rare event, counted, and pauses every request for its ``Retry-After``.
+
+Runs in other processes that share the token and a PostgreSQL snapshot share one log instead
+(:meth:`WindowLimiter.share`, ``connector.snapshot._rate_ledger``): every request is admitted
+against all of theirs, so together they stay under the limits without a 429.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -70,6 +74,16 @@ def parse_windows(text: str) -> tuple[Window, ...]:
             )
         windows.append(Window(name, int(count), STANDARD_LENGTHS[name]))
     return tuple(windows)
+
+
+class RateLedger(Protocol):
+    """A log of a token's requests that other processes write too (see ``share``)."""
+
+    def reserve(
+        self, key: str, windows: Sequence[tuple[int, float]], now: float
+    ) -> tuple[float, float | None]: ...
+
+    def answered(self, key: str, marker: float, at: float) -> None: ...
 
 
 class RateLimiter(Protocol):
@@ -142,13 +156,15 @@ _IN_FLIGHT = math.inf
 
 
 class _Ticket:
-    """One request in the logs: its answer time (infinity while in flight), its send order."""
+    """One request in the logs: its answer time (infinity while in flight), its send order
+    and, with a shared ledger, its row there."""
 
-    __slots__ = ("at", "seq")
+    __slots__ = ("at", "marker", "seq")
 
-    def __init__(self, seq: int, at: float = _IN_FLIGHT) -> None:
+    def __init__(self, seq: int, at: float = _IN_FLIGHT, marker: float | None = None) -> None:
         self.at = at
         self.seq = seq
+        self.marker = marker
 
 
 class WindowLimiter:
@@ -178,6 +194,14 @@ class WindowLimiter:
         self.throttled_responses = 0  # 429s received
         self.waited_s = 0.0  # time spent waiting for a window
         self.foreign = 0  # requests another user of the token made, as the headers revealed
+        self._ledger: RateLedger | None = None
+        self._ledger_key = ""
+
+    def share(self, ledger: RateLedger | None, key: str = "") -> None:
+        """Admit every request against ``ledger``, the log other runs on the token write too
+        (None: this process's own log again). The ledger then holds the other runs' requests:
+        the headers' shortfall is no longer counted as foreign on top of them."""
+        self._ledger, self._ledger_key = ledger, key
 
     @property
     def limited(self) -> bool:
@@ -189,9 +213,15 @@ class WindowLimiter:
             while True:
                 now = self._clock()
                 wait = self._wait(now)
+                marker = None
+                if wait <= 0 and self._ledger is not None and self.windows:
+                    spans = [(w.limit, w.span) for w in self.windows.values()]
+                    wait, marker = await asyncio.to_thread(
+                        self._ledger.reserve, self._ledger_key, spans, now
+                    )
                 if wait <= 0:
                     self._seq += 1
-                    ticket = _Ticket(self._seq)
+                    ticket = _Ticket(self._seq, marker=marker)
                     for name in self.windows:
                         self._log[name].append(ticket)
                     self.sent += 1
@@ -206,6 +236,8 @@ class WindowLimiter:
     def done(self, ticket: Any) -> None:
         if isinstance(ticket, _Ticket) and ticket.at == _IN_FLIGHT:
             ticket.at = self._clock()
+            if ticket.marker is not None and self._ledger is not None:
+                self._ledger.answered(self._ledger_key, ticket.marker, ticket.at)
             self._answered.set()
 
     def _wait(self, now: float) -> float:
@@ -243,7 +275,7 @@ class WindowLimiter:
             # Room the service grants vs room our own log grants: any shortfall is requests
             # someone else sent with the same token. Count them as answered now.
             shortfall = (window.limit - counted) - remaining
-            if shortfall > 0:
+            if shortfall > 0 and self._ledger is None:
                 self.foreign += shortfall
                 log.extend(_Ticket(upto, now) for _ in range(shortfall))
                 if remaining == 0:

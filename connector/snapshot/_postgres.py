@@ -30,6 +30,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.pool import NullPool
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, Entity
+from connector.duckdb_memory import memory_limit
 from connector.errors import SnapshotError
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
 from connector.snapshot._duckdb import DuckDBSnapshot
@@ -54,10 +55,15 @@ from connector.snapshot._model import (
     UnitStaysRequest,
 )
 from connector.snapshot._portable import PortableReads
+from connector.snapshot._rate_ledger import PostgresRateLedger
 
-# One key for the schema's migrations in every database: two runs opening a fresh database
-# at once must not both create the tables.
-_MIGRATION_LOCK = 0x706D_735F_7379_6E63  # "pms_sync"
+# The migrations' lock, one per schema (PostgreSQL's advisory locks are database-wide): two
+# runs opening a fresh schema at once must not both create the tables, and a run migrating
+# one schema must not hold up the snapshots in other schemas of the same database.
+_MIGRATION_LOCK_SQL = (
+    "SELECT pg_advisory_xact_lock(hashtextextended("
+    "'pms_sync migrations ' || current_database() || '.' || current_schema(), 0))"
+)
 
 # PostgreSQL type OIDs whose frames take the dtypes DuckDB gives the same columns.
 _DATES = {1082, 1114, 1184}
@@ -96,9 +102,12 @@ class PostgresSnapshot(PortableReads):
     ) -> Iterator[PostgresSnapshot]:
         """Connect, migrate, and (to write) take the scope's locks, waiting ``lock_timeout``.
 
-        ``read_only`` writes nothing: the store lives in one transaction that is rolled back
-        at the end (a database without the latest schema is migrated inside it), and it
-        takes no lock.
+        ``read_only`` writes no row: the store lives in one transaction that is rolled back
+        at the end, and it takes no scope lock. A schema without the latest steps is migrated
+        first, in its own committed transaction as a writer would: migrated inside the read
+        transaction, it held the migrations' lock (and the new tables) until the end, so a
+        second reader of the same thread (fingerprints, then validated payloads) waited on
+        the first forever.
         """
         shown = shown_location(url)
         engine = sa.create_engine(
@@ -118,9 +127,15 @@ class PostgresSnapshot(PortableReads):
         lock_session: sa.Connection | None = None
         try:
             if read_only:
+                # The migration commits on its own: its advisory lock is held to the end of its
+                # transaction, and a reader kept open while the same run opens the snapshot
+                # again (the fingerprint reader during the mapping) would wait on itself.
+                with connection.begin():
+                    missing = _missing_steps(connection)
+                if missing:
+                    with connection.begin():
+                        _migrate(connection)
                 connection.begin()
-                if _missing_steps(connection):
-                    _migrate(connection)
             else:
                 with connection.begin():
                     _migrate(connection)
@@ -262,6 +277,10 @@ class PostgresSnapshot(PortableReads):
             {"key": key},
         )
         return [float(t) for t in rows["sent_at"]]
+
+    def rate_ledger(self) -> PostgresRateLedger:
+        """The rate-limit log concurrent runs share, on a connection of its own (close it)."""
+        return PostgresRateLedger(self._connection.engine.connect())
 
     def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
         with self._transaction() as connection:
@@ -829,8 +848,9 @@ class PostgresSnapshot(PortableReads):
 
     @contextmanager
     def _scratch(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """An in-memory DuckDB with the snapshot's schema, for one decision."""
-        memory = duckdb.connect(":memory:")
+        """An in-memory DuckDB with the snapshot's schema, for one decision (under the run's
+        one DuckDB memory limit)."""
+        memory = duckdb.connect(":memory:", config={"memory_limit": memory_limit()})
         try:
             migrate(memory)
             yield memory
@@ -884,7 +904,7 @@ def _missing_steps(connection: sa.Connection) -> bool:
 
 def _migrate(connection: sa.Connection) -> None:
     """Apply the steps the database has not seen (the shared list), one run at a time."""
-    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+    connection.execute(sa.text(_MIGRATION_LOCK_SQL))
     connection.execute(
         sa.text(
             """

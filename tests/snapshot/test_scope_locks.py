@@ -93,3 +93,27 @@ def test_a_duckdb_file_keeps_one_writer_whatever_the_scopes(tmp_path: Path) -> N
     assert other.returncode != 0
     assert "SnapshotLockedError" in other.stderr
     assert f"in use by another pms-sync process (pid {os.getpid()}" in other.stderr
+
+
+def test_a_reader_left_open_on_a_new_postgresql_schema_lets_its_own_run_open_it_again(
+    postgres_snapshot_url: str,
+) -> None:
+    """The fingerprint reader stays open while the mapping opens the snapshot again; on a
+    schema not yet migrated, the reader's migration must not keep its lock for its lifetime."""
+    import threading
+
+    from connector.snapshot._postgres import PostgresSnapshot
+
+    opened: list[str] = []
+
+    def open_again() -> None:
+        with PostgresSnapshot.open(postgres_snapshot_url, read_only=True):
+            opened.append("reader")
+        with Snapshot.open(postgres_snapshot_url, scope=_scope("north", "A")):
+            opened.append("writer")
+
+    with PostgresSnapshot.open(postgres_snapshot_url, read_only=True):
+        second = threading.Thread(target=open_again, daemon=True)
+        second.start()
+        second.join(timeout=30)
+        assert opened == ["reader", "writer"], "a second open waited on the first reader"
