@@ -731,7 +731,8 @@ def _synced_reservations(
         by_partition: dict[str, dict[str, object]] = {}
         results: list[tuple[str, dg.AssetCheckResult]] = []
         scopes = partition_windows(context)
-        # A run of several accounts (a backfill grouped by month) splits by account too.
+        # A run of several accounts (a rectangle of one month) splits by account too; the
+        # partitions name accounts as the export does, report_within resolves external ids.
         several = len({scope.account for scope in scopes.values()}) > 1
         for partition, scope in scopes.items():
             only = {scope.account} if several and scope.account is not None else None

@@ -36,7 +36,8 @@ def report_within(
     accounts: Collection[str] | None = None,
 ) -> SyncReport:
     """``report`` (of a sync of ``batch``'s reservations) restricted to check-ins in ``window``
-    and, with ``accounts`` (account ids as the report names them), to those accounts."""
+    and, with ``accounts``, to those accounts: named as ``batch`` names them (the export's
+    values, external ids before the run resolved them), as account partitions are."""
     if report.plan.tally_by_checkin is None:
         raise PmsSyncError(
             "the report keeps no counts per check-in day: run the sync with by_checkin=True "
@@ -45,6 +46,7 @@ def report_within(
     part = records_within(batch, window)
     if accounts is not None:
         part = part.of_accounts(accounts)
+        accounts = _as_report_names(report, batch, accounts)
     plan = _plan_within(report.plan, part, window, accounts)
     keys = set(zip(plan.changes["account_id"], plan.changes["record_id"], strict=True))
     sample = [row for row in report.quarantine_sample if _row_in(row.get("checkin"), window)]
@@ -61,6 +63,17 @@ def report_within(
             if accounts is None or key[1] in accounts
         },
     )
+
+
+def _as_report_names(
+    report: SyncReport, batch: MappedRecords, accounts: Collection[str]
+) -> set[str]:
+    """The accounts as the report names them: where the export names accounts by external id,
+    the account ids the run resolved them to (one unknown to the service names none)."""
+    if not batch.account_is_external_id:
+        return {str(account) for account in accounts}
+    resolved = report.accounts.resolved
+    return {resolved[str(account)] for account in accounts if str(account) in resolved}
 
 
 def records_within(batch: MappedRecords, window: DateWindow) -> MappedRecords:

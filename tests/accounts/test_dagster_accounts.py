@@ -3,12 +3,15 @@ its check fails when the export names a hotel the service does not have."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from connector.sandbox.testing import MANY_CLIENT_ID, MANY_CLIENT_SECRET, SandboxHandle
+from pms_sync.account_partitions import accounts_definition, rectangle_tags
+from pms_sync.connections import load_connection
 from pms_sync.factory import build_definitions
 from pms_sync.resources import (
     IO_MANAGER_KEY,
@@ -19,7 +22,7 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.storage import MappedRecordsIOManager
-from tests.accounts.chain import ChainExport, account, hotel, unit
+from tests.accounts.chain import ChainExport, account, booking, hotel, unit
 
 
 def resources(chain: SandboxHandle, state: Path) -> dict[str, object]:
@@ -87,3 +90,58 @@ def test_without_an_open_api_client_the_accounts_asset_says_so(
 
     assert materialized(result, "accounts")["open_api_client"] == "not configured"
     assert chain.count() == 0
+
+
+def partition_metadata(instance: dg.DagsterInstance, asset: str, partition: str) -> dict[str, Any]:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(["chain", asset]), asset_partitions=[partition]
+        ),
+        limit=1,
+    ).records
+    assert records and records[0].asset_materialization is not None, partition
+    metadata = records[0].asset_materialization.metadata
+    return {key: value.value for key, value in metadata.items()}
+
+
+def test_a_run_of_several_hotels_named_by_external_id_gives_each_partition_its_own_counts(
+    chain: SandboxHandle, tmp_path: Path
+) -> None:
+    # Partition keys are the export's external ids; the sync's report names the account ids
+    # they resolve to. A run over both hotels must still split its counts per hotel and month.
+    export = ChainExport(tmp_path / "mappings" / "chain")
+    # A run of one month and both hotels (a rectangle of partitions is one range of keys).
+    next_month = (date.today().replace(day=1) + timedelta(days=32)).replace(day=1)
+    ahead = (next_month - date.today()).days
+    stays = [(hotel(1), 1, ahead + 2), (hotel(2), 1, ahead + 3), (hotel(2), 2, ahead + 9)]
+    export.write(
+        [unit(hotel(1), 1), unit(hotel(2), 1)],
+        [booking(code, number, days) for code, number, days in stays],
+    )
+    export.mapping.write_text(
+        export.mapping.read_text() + "dagster:\n  partition_by_account: true\n"
+    )
+    defs = build_definitions(tmp_path / "mappings", resources(chain, tmp_path))
+    month = f"{next_month:%Y-%m}"
+    expected = {f"{hotel(1)}|{month}": 1, f"{hotel(2)}|{month}": 2}
+    connection = load_connection(export.mapping)
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(accounts_definition(connection).name, [hotel(1), hotel(2)])
+        tags = rectangle_tags(dg.PartitionKeyRange(month, month), [hotel(1), hotel(2)])
+        result = defs.resolve_job_def("chain_sync").execute_in_process(
+            instance=instance, tags=tags, raise_on_error=False
+        )
+
+        assert result.success
+        assert {r["id"] for r in chain.records(account(2), "reservation")} == {
+            f"{hotel(2)}-B1",
+            f"{hotel(2)}-B2",
+        }
+        for key, stays_of_hotel in expected.items():
+            synced = partition_metadata(instance, "synced_reservations", key)
+            counts = (synced["create"], synced["acknowledged"])
+            assert counts == (stays_of_hotel, stays_of_hotel), key
+            assert partition_metadata(instance, "mapped_reservations", key)["records"] == (
+                stays_of_hotel
+            )
