@@ -1,7 +1,17 @@
 """Scale-out: 8 accounts x 10,000 reservations into a fresh sandbox, on a PostgreSQL snapshot,
 synced one account after another, then with 4 runs at once (``python -m bench.scale_out``).
 
-Each account is one connection (a copy of the hotel mapping named ``hotel-acc-NN``, its Berlin
+The primary modes run Dagster as a deployment does (``--runner dagster``, the default): one
+connection ``hotel`` whose reservations are partitioned by account and month
+(``partition_by_account``), its export holding the 8 hotels (codes ``H01``… mapped to accounts
+``acc-01``… by the mapping's lookup); one run per account over all its months, as the nightly
+schedule fans out (``pms_sync.account_partitions.per_account_requests``), queued in a fresh
+instance whose ``QueuedRunCoordinator`` allows 1 (sequential) or 4 (concurrent) runs at once,
+dequeued by ``dagster-daemon``, each run in its own process with the multiprocess executor
+(``bench/dagster_deployment.py``). Wall time is from the first run's creation to the last
+run's end; CPU is every process of the daemon's session (daemon, code server, runs, steps).
+
+The secondary modes (``--runner cli``) are the earlier measurement: each account is one connection (a copy of the hotel mapping named ``hotel-acc-NN``, its Berlin
 hotel's export sent to account ``acc-NN``), so the runs lock different scopes and proceed
 together (connector/snapshot/_locks.py). One connection per account rather than one connection
 run per account: the mass-change guard compares a run with the connection's last one, so a
@@ -35,6 +45,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from bench.dagster_deployment import dagster_deployment
 from bench.data import BENCH_ANCHOR, HOTEL, ROOT, SEED, _generator
 
 PMS_SYNC = Path(sys.executable).with_name("pms-sync")
@@ -213,6 +224,157 @@ def correctness(sandbox: Any, expected_per_account: int, accounts: list[str]) ->
     }
 
 
+def account_code(account: str) -> str:
+    return f"H{account.rsplit('-', 1)[-1]}"
+
+
+def dagster_export(single: Path, accounts: list[str], folder: Path) -> Path:
+    """One connection ``hotel`` partitioned by account: ``single``'s Berlin export once per
+    account (hotel code ``H01``… for ``acc-01``…), the lookup sending each code to its account,
+    and partitions from the first month of check-in. The mappings folder, for the code location."""
+    connection = folder / "hotel"
+    done = connection / ".complete"
+    if done.exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    (connection / "data").mkdir(parents=True)
+    shutil.copy(single / "data" / "room_types.csv", connection / "data" / "room_types.csv")
+    first_checkin = "9999-12"
+    for name in ("rooms.csv", "bookings.csv"):
+        with (
+            (single / "data" / name).open(newline="", encoding="utf-8") as read,
+            (connection / "data" / name).open("w", newline="", encoding="utf-8") as write,
+        ):
+            rows = list(csv.DictReader(read))
+            writer = csv.DictWriter(write, list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            for account in accounts:
+                for row in rows:
+                    writer.writerow({**row, "hotel_code": account_code(account)})
+            if name == "bookings.csv":
+                first_checkin = min(row["arrival"][:7] for row in rows)
+    text = (single / "mapping.yaml").read_text(encoding="utf-8")
+    start, end = text.index("  hotel_accounts:\n"), text.index("  reservation_status:\n")
+    lookup = "".join(f"    {account_code(a)}: {a}\n" for a in accounts)
+    text = text[:start] + "  hotel_accounts:\n" + lookup + text[end:]
+    text += f"\ndagster:\n  partition_by_account: true\n  partitions_start: '{first_checkin}'\n"
+    (connection / "mapping.yaml").write_text(text, encoding="utf-8")
+    done.write_text("ok\n")
+    return folder
+
+
+def _sync_requests(sandbox: Any) -> int:
+    stats = sandbox.stats()["requests"]
+    return sum(
+        n
+        for endpoint, by_status in stats.items()
+        if "/api/v1/hooks/" in endpoint
+        for n in by_status.values()
+    )
+
+
+def measure_dagster(
+    mode: str,
+    mappings: Path,
+    accounts: list[str],
+    env: dict[str, str],
+    runs_at_once: int,
+    sandbox: Any,
+    work: Path,
+) -> dict[str, Any]:
+    """One Dagster run per account, ``runs_at_once`` at a time, in a fresh instance."""
+    import dagster as dg
+
+    from pms_sync.account_partitions import accounts_definition, per_account_requests
+    from pms_sync.connections import load_connection
+    from pms_sync.partitions import full_range_tags, reservation_partitions
+
+    connection = load_connection(mappings / "hotel" / "mapping.yaml")
+    months = reservation_partitions(connection.dagster.partitions_start, "UTC")
+    full = full_range_tags(months)
+    every_month = dg.PartitionKeyRange(
+        full["dagster/asset_partition_range_start"], full["dagster/asset_partition_range_end"]
+    )
+    requests = per_account_requests(every_month, accounts, {"pms_sync/trigger": "bench"}, mode)
+    dagster_env = {**env, "PMS_SYNC_MAPPINGS_DIR": str(mappings)}
+    with dagster_deployment(work, dagster_env, runs_at_once) as deployment:
+        requests_before, sandbox_before = _sync_requests(sandbox), _cpu_of(sandbox.process.pid)
+        submit_cpu = _children_cpu()
+        cpu_before = deployment.cpu.total()
+        submitted = time.perf_counter()
+        run_ids = deployment.submit(
+            connection.name + "_sync",
+            [request.tags for request in requests],
+            f"{accounts_definition(connection).name}:{','.join(accounts)}",
+        )
+        submit_seconds = time.perf_counter() - submitted
+        submit_cpu = _children_cpu() - submit_cpu
+        runs = deployment.wait_for(run_ids, timeout=3600)
+        dagster_cpu = deployment.cpu.total() - cpu_before
+    wall = max(r["ended"] for r in runs) - min(r["created"] for r in runs)
+    requests_sent = _sync_requests(sandbox) - requests_before
+    result = {
+        "mode": mode,
+        "runner": "dagster",
+        "runs_at_once": runs_at_once,
+        "runs": len(runs),
+        "runs_succeeded": sum(1 for r in runs if r["status"] == "SUCCESS"),
+        "wall_seconds": round(wall, 1),
+        "submit_seconds": round(submit_seconds, 1),
+        "requests": requests_sent,
+        "requests_per_second": round(requests_sent / wall, 1),
+        "dagster_cpu_seconds": round(dagster_cpu, 1),
+        "submit_cpu_seconds": round(submit_cpu, 1),
+        "sandbox_cpu_seconds": round(_cpu_of(sandbox.process.pid) - sandbox_before, 1),
+        "per_run_seconds": sorted(round(r["ended"] - r["started"], 1) for r in runs),
+        "queued_seconds": sorted(round(r["started"] - r["created"], 1) for r in runs),
+    }
+    print(f"[scale-out] {json.dumps(result)}", file=sys.stderr, flush=True)
+    if result["runs_succeeded"] != len(runs):
+        raise RuntimeError(f"{mode}: not every run succeeded (see {deployment.home})")
+    return result
+
+
+def run_dagster_modes(
+    single: Path,
+    accounts: list[str],
+    reservations: int,
+    rooms: int,
+    modes: list[str],
+    runs_at_once: int,
+    base_env: dict[str, str],
+    sandbox: Any,
+    work: Path,
+    first_sync_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Each mode into a fresh sandbox and snapshot: first sync, then a no-change pass."""
+    mappings = dagster_export(
+        single, accounts, single.parent / f"{single.name}-dagster-{len(accounts)}"
+    )
+    results: list[dict[str, Any]] = []
+    at_once = {"sequential": 1, "concurrent": runs_at_once}
+    for mode in modes:
+        sandbox.reset()
+        sizes: dict[str, int] = {}
+        with fresh_schema(sizes) as snapshot:
+            env = {**base_env, "PMS_SYNC_SNAPSHOT": snapshot}
+            first = measure_dagster(mode, mappings, accounts, env, at_once[mode], sandbox, work)
+            first |= correctness(sandbox, reservations + rooms, accounts)
+            # Printed now: the next mode resets the sandbox, and a long bench may be stopped.
+            print(f"[scale-out] {json.dumps(first)}", file=sys.stderr, flush=True)
+            nightly = (
+                []
+                if first_sync_only
+                else [
+                    measure_dagster(
+                        f"{mode} no-change", mappings, accounts, env, at_once[mode], sandbox, work
+                    )
+                ]
+            )
+        results += [first | {"snapshot_bytes": sizes["bytes"]}, *nightly]
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scale_out", description=__doc__)
     parser.add_argument("--accounts", type=int, default=8)
@@ -225,7 +387,26 @@ def main() -> None:
         help="where the snapshot lives (duckdb: the default file backend, for comparison)",
     )
     parser.add_argument("--modes", default="sequential,concurrent")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results-scale-out.json")
+    parser.add_argument(
+        "--runner",
+        choices=("dagster", "cli"),
+        default="dagster",
+        help="dagster: one Dagster run per account (queued, daemon); cli: pms-sync processes",
+    )
+    parser.add_argument(
+        "--first-sync-only",
+        action="store_true",
+        help="skip the no-change pass after each first sync",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=None, help="keep the sandbox and Dagster homes here"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default: bench/results-scale-out.json, -cli.json for --runner cli)",
+    )
     arguments = parser.parse_args()
     from connector.sandbox.testing import sandbox_process
 
@@ -244,7 +425,8 @@ def main() -> None:
         "modes": [],
     }
     with tempfile.TemporaryDirectory(prefix="pms-scale-out-") as tmp:
-        work = Path(tmp)
+        work = arguments.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         tokens = work / "tokens.json"
         tokens.write_text(json.dumps({a: f"{a}-token" for a in accounts}))
         base_env = {
@@ -255,8 +437,24 @@ def main() -> None:
         }
         with sandbox_process(work / "sandbox", sandbox_config(accounts)) as sandbox:
             base_env["PMS_SYNC_BASE_URL"] = sandbox.base_url
+            if arguments.runner == "dagster":
+                if arguments.backend != "postgresql":
+                    parser.error("--runner dagster runs on the PostgreSQL backend")
+                results["runner"] = "dagster"
+                results["modes"] = run_dagster_modes(
+                    export,
+                    accounts,
+                    arguments.reservations,
+                    rooms,
+                    arguments.modes.split(","),
+                    arguments.workers,
+                    base_env,
+                    sandbox,
+                    work,
+                    arguments.first_sync_only,
+                )
             workers_of = {"sequential": 1, "concurrent": arguments.workers}
-            for mode in arguments.modes.split(","):
+            for mode in arguments.modes.split(",") if arguments.runner == "cli" else []:
                 sandbox.reset()
                 sizes: dict[str, int] = {}
                 fresh = (
@@ -273,7 +471,9 @@ def main() -> None:
                     )
                 results["modes"] += [first | {"snapshot_bytes": sizes["bytes"]}, nightly]
     results["load_after"] = os.getloadavg()
-    arguments.out.write_text(json.dumps(results, indent=2) + "\n")
+    suffix = "-cli" if arguments.runner == "cli" else ""
+    out = arguments.out or ROOT / "bench" / f"results-scale-out{suffix}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
 
