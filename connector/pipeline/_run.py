@@ -285,6 +285,7 @@ def load_batches(
     input_paths: Mapping[str, str | Path] | None = None,
     remap: bool = False,
     accounts: Collection[str] | None = None,
+    mapping: Any = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
@@ -296,35 +297,14 @@ def load_batches(
     mapping (``connector.mapping.fingerprints``); ``remap`` maps every record regardless.
     ``accounts``: keep the records of these accounts only (as the export names them, external
     ids too), and reconcile only them: a run of some accounts of the connection.
+    ``mapping``: the file at ``mapping_path`` already loaded (``connector.mapping.Mapping``),
+    so a caller that needs it too checks the file once.
     """
-    from connector.mapping import load_mapping  # the mapping engine's interface
-
-    return _batches_of(
-        load_mapping(mapping_path),
-        mapping_path,
-        entities=entities,
-        window=window,
-        snapshot_path=snapshot_path,
-        input_paths=input_paths,
-        remap=remap,
-        accounts=accounts,
-    )
-
-
-def _batches_of(
-    mapping: Any,
-    mapping_path: str | Path,
-    *,
-    entities: Collection[Entity] | None = None,
-    window: DateWindow | None = None,
-    snapshot_path: str | Path | None = None,
-    input_paths: Mapping[str, str | Path] | None = None,
-    remap: bool = False,
-    accounts: Collection[str] | None = None,
-) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
-    """``load_batches`` of a mapping already loaded (``connector.mapping.Mapping``)."""
-    from connector.mapping import map_records
+    from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
+
+    if mapping is None:
+        mapping = load_mapping(mapping_path)
 
     for name, path in (input_paths or {}).items():
         source = mapping.inputs.get(name)
@@ -466,9 +446,9 @@ def run_sync(
     # Loaded once for the mapping engine and the guard's thresholds (checking a mapping file
     # is a fixed cost of every run).
     mapping_file = load_mapping(mapping_path)
-    batches, policy = _batches_of(
-        mapping_file,
+    batches, policy = load_batches(
         mapping_path,
+        mapping=mapping_file,
         entities=entities,
         window=window,
         snapshot_path=settings.snapshot_path,
