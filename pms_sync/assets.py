@@ -71,13 +71,22 @@ SNAPSHOT_POOL = "pms_sync_snapshot"
 
 
 def snapshot_pool(connection: Connection, snapshot: str | None) -> str | None:
-    """The pool of the connection's snapshot steps: ``SNAPSHOT_POOL`` (one writer at a time)
-    on a DuckDB file; none on a PostgreSQL snapshot when the connection is partitioned by
-    account, whose runs of different accounts then write at once (the scope locks of
-    ``connector.snapshot`` keep two runs of one account apart)."""
-    if snapshot is not None and is_database_url(snapshot) and connection.partitioned_by_account:
+    """The pool of a connection's snapshot steps, by where the snapshot lives.
+
+    A DuckDB file has one writer: every connection's steps share ``SNAPSHOT_POOL``. On a
+    PostgreSQL snapshot writers of different scopes proceed together (``connector.snapshot``'s
+    scope locks), so the pool is the scope's where Dagster can name it: a connection of its own,
+    ``pms_sync_snapshot/<name>``, whose runs queue on one another instead of waiting
+    ``snapshot.lock_timeout`` on its lock and failing, while other connections' runs go on; a
+    connection partitioned by account gets none, since a pool is fixed per step and cannot be
+    per account: the (connection, account) locks keep two runs of one account apart. Every
+    pool takes the instance's ``concurrency.pools.default_limit`` (1 in assets/dagster.yaml).
+    """
+    if snapshot is None or not is_database_url(snapshot):
+        return SNAPSHOT_POOL
+    if connection.partitioned_by_account:
         return None
-    return SNAPSHOT_POOL
+    return f"{SNAPSHOT_POOL}/{connection.name}"
 
 
 SYNC_RETRY = dg.RetryPolicy(

@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from pms_sync.assets import SNAPSHOT_POOL
 from pms_sync.factory import build_definitions
 from pms_sync.partitions import (
     ASSET_PARTITION_RANGE_END_TAG,
@@ -15,6 +16,7 @@ from pms_sync.partitions import (
     current_range,
     reservation_partitions,
 )
+from pms_sync.resources import SnapshotResource
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.filterwarnings("error::dagster.BetaWarning")
@@ -88,6 +90,32 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
         "city_apartments_drop_folder",
         "city_apartments_drop_folder_archive",
     ]
+
+
+def test_the_snapshot_steps_queue_per_file_on_duckdb_and_per_connection_on_postgresql(
+    two_connections: Path, resources: dict[str, object]
+) -> None:
+    def pools(snapshot: str) -> dict[str, str | None]:
+        """The pool of each connection's synced reservations and accounts steps."""
+        defs = build_definitions(
+            two_connections, {**resources, "snapshot": SnapshotResource(path=snapshot)}
+        )
+        return {
+            f"{name}/{asset}": defs.resolve_assets_def(dg.AssetKey([name, asset])).op.pool
+            for name in ("hotel", "city_apartments")
+            for asset in ("synced_reservations", "accounts")
+        }
+
+    # One DuckDB file, one writer: every connection's steps share one pool.
+    assert set(pools(str(two_connections / "snapshot.duckdb")).values()) == {SNAPSHOT_POOL}
+    # PostgreSQL: a pool per connection, so two connections sync at once and one connection's
+    # runs queue on each other rather than time out on its lock (no server is opened here).
+    assert pools("postgresql://pms@127.0.0.1:5432/test") == {
+        "hotel/synced_reservations": f"{SNAPSHOT_POOL}/hotel",
+        "city_apartments/synced_reservations": f"{SNAPSHOT_POOL}/city_apartments",
+        "hotel/accounts": f"{SNAPSHOT_POOL}/hotel",
+        "city_apartments/accounts": f"{SNAPSHOT_POOL}/city_apartments",
+    }
 
 
 def test_the_pms_exports_are_external_assets_upstream_of_the_mapped_assets(
