@@ -215,6 +215,33 @@ def test_an_account_present_in_the_last_run_with_no_rows_now_is_reported_and_app
     assert after["exit"] == 0  # the approved run made zero rows hotel-a's baseline
 
 
+def test_a_run_of_some_accounts_compares_only_them_with_their_last_runs(
+    clean_sandbox: SandboxHandle, export: Export, tmp_path: Path
+) -> None:
+    """``--account`` (Dagster's account partitions run the same way): the accounts the run does
+    not cover are not read as dropped to zero rows, and a covered account that lost its rows
+    still stops the run."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "tokens.yaml").write_text("demo: demo-token\nhotel-a: hotel-a-token\n")
+    export.write([unit(1), unit(2), unit(3, account="hotel-a")], None)
+    assert sync(clean_sandbox, state, export)["exit"] == 0
+
+    only_demo = sync(clean_sandbox, state, export, "--account", "demo")
+    export.write([unit(3, account="hotel-a")], None)  # demo's rows vanished from the export
+    only_hotel_a = sync(clean_sandbox, state, export, "--account", "hotel-a")
+    demo_again = sync(clean_sandbox, state, export, "--account", "demo")
+
+    assert (only_demo["exit"], only_demo["requests"]) == (0, 0)
+    assert (only_hotel_a["exit"], only_hotel_a["requests"]) == (0, 0)
+    # Nothing of demo is left to sync (exit 6), and the guard holds its deactivations back.
+    assert (demo_again["exit"], demo_again["guard"]["blocked_accounts"]) == (6, ["demo"])
+    assert "account 'demo': the export has 0 accommodation rows" in demo_again["stderr"], (
+        demo_again["stderr"]
+    )
+    assert {unit_status(clean_sandbox, u) for u in ("U1", "U2")} == {"ACTIVE"}
+
+
 def test_plan_creates_no_snapshot_where_there_is_none(
     clean_sandbox: SandboxHandle, export: Export, tmp_path: Path
 ) -> None:
