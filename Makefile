@@ -83,8 +83,10 @@ bench: $(BENCH_STAMP)
 bench-1m: $(BENCH_STAMP)
 	$(BIN)/python -m bench map,diff,noop,change,floor --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
 
-# Scale-out (issue 17, about 5 minutes): 8 accounts x 10k reservations on a PostgreSQL snapshot
-# (127.0.0.1:5432, database test; BENCH_POSTGRES_URL), one after another and 4 runs at once.
+# Scale-out (issue 17): 8 accounts x 10k reservations on a PostgreSQL snapshot (127.0.0.1:5432,
+# database test; BENCH_POSTGRES_URL), as Dagster runs (queued coordinator, daemon), one after
+# another and 4 at once, each followed by a no-change pass: about 20 minutes on 2 cores
+# (10 with `python -m bench.scale_out --first-sync-only`; `--runner cli` for pms-sync processes).
 bench-scale-out: $(BENCH_STAMP)
 	$(BIN)/python -m bench.scale_out
 
