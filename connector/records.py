@@ -56,6 +56,30 @@ def empty_keys() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype="object") for column in KEY_COLUMNS})
 
 
+def in_export_order(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` ordered by where each came from: its source, then its first row there
+    (``source_rows``, e.g. ``bookings.csv:12,13``); records without one (carried over by
+    source fingerprint) come last, in the order they had.
+
+    The mapping engine returns records in no particular order: sorting a million documents
+    into export order cost about as much as mapping them (BENCHMARKS.md). Pushes follow the
+    plan's own order (``connector.plan.delivery_order``); this order is for people reading
+    records (``pms-sync preview``).
+    """
+    if len(records) < 2:
+        return records
+    where = records["source_rows"].astype("string").str.rpartition(":")
+    first_row = pd.to_numeric(
+        where[2]
+        .str.split(",")
+        .map(lambda rows: min(int(r) for r in rows) if isinstance(rows, list) else None),
+        errors="coerce",
+    )
+    keys = pd.DataFrame({"source": where[0], "row": first_row}, index=records.index)
+    order = keys.sort_values(["source", "row"], kind="stable", na_position="last").index
+    return records.loc[order].reset_index(drop=True)
+
+
 def _blank(column: pd.Series) -> pd.Series:
     return column.isna() | (column.astype(str).str.strip() == "")
 

@@ -60,6 +60,7 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
 def preview(mapping_file: Path, entity: str | None, count: int) -> None:
     """Show the first mapped records as JSON, with codes and guest contact data masked."""
     from connector.mapping import load_mapping, map_records
+    from connector.records import in_export_order
 
     try:
         mapping = load_mapping(mapping_file)
@@ -73,7 +74,7 @@ def preview(mapping_file: Path, entity: str | None, count: int) -> None:
                 "source": row.source_rows,
                 "resource": mask_payload(json.loads(row.payload)),
             }
-            for row in batch.records.head(count).itertuples(index=False)
+            for row in in_export_order(batch.records).head(count).itertuples(index=False)
         ]
         for mapped_entity, batch in batches.items()
     }

@@ -583,7 +583,6 @@ _GROUPING: dict[Entity, str] = {
 )
 SELECT {_OUTPUT}, {_FAST} AS fast, {VALIDATED_BEFORE} AS validated
 FROM records
-ORDER BY first_row
 """,
     Entity.RESERVATION: f"""
 , grouped AS (
@@ -624,6 +623,5 @@ ORDER BY first_row
 )
 SELECT {_OUTPUT}, units_sure AND {_FAST} AS fast, {VALIDATED_BEFORE} AS validated
 FROM records
-ORDER BY first_row
 """,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
-from connector.records import MappedRecords
+from connector.records import MappedRecords, in_export_order
 
 ACCOMMODATION_REQUIRED = {
     "id": "unit_id",
@@ -60,11 +61,18 @@ def map_units(
 ) -> MappedRecords:
     write_csv(folder / "units.csv", rows)
     mapping = load_mapping(write_mapping(folder, accommodation_mapping(fields, **entity)))
-    return map_records(mapping)[Entity.ACCOMMODATION]
+    return in_order(map_records(mapping)[Entity.ACCOMMODATION])
+
+
+def in_order(batch: MappedRecords) -> MappedRecords:
+    """``batch`` with its records in export order: the engine returns them in no order, and
+    the tests read them as the export lists them."""
+    return dataclasses.replace(batch, records=in_export_order(batch.records))
 
 
 def payloads(batch: MappedRecords) -> list[dict[str, Any]]:
-    return [json.loads(payload) for payload in batch.records["payload"]]
+    """The records' documents in export order."""
+    return [json.loads(payload) for payload in in_export_order(batch.records)["payload"]]
 
 
 def field_values(batch: MappedRecords, name: str) -> list[Any]:
@@ -110,7 +118,7 @@ def map_bookings(
     write_csv(folder / "bookings.csv", rows)
     document = reservation_mapping(unit_fields, fields)
     mapping = load_mapping(write_mapping(folder, document))
-    return map_records(mapping)[Entity.RESERVATION]
+    return in_order(map_records(mapping)[Entity.RESERVATION])
 
 
 def unit_values(batch: MappedRecords, name: str) -> list[Any]:

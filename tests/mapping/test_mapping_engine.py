@@ -7,13 +7,14 @@ import shutil
 from datetime import date
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mapping_helpers import map_bookings, map_units, payloads, write_csv, write_mapping
 
 from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import load_mapping, map_records
-from connector.records import QUARANTINE_COLUMNS, RECORD_COLUMNS, DateWindow
+from connector.records import QUARANTINE_COLUMNS, RECORD_COLUMNS, DateWindow, in_export_order
 from connector.sources.csv_source import CsvSource
 
 HOTEL = Path(__file__).parents[2] / "mappings" / "hotel"
@@ -326,3 +327,34 @@ def test_an_sql_expression_failing_on_a_value_names_the_member(tmp_path: Path) -
         map_units(tmp_path, data, {"maxNumberOfGuests": {"sql": "CAST(guests AS INTEGER)"}})
     assert raised.value.member == "entities.accommodation.fields.maxNumberOfGuests.sql"
     assert "TRY_CAST" in str(raised.value)
+
+
+def test_the_quarantine_lists_problems_in_export_order_whatever_order_records_come_in(
+    tmp_path: Path,
+) -> None:
+    # One-row and grouped records come out of the query in no order; their problems do not.
+    data = [
+        {"unit_id": "u1", "city": ""},
+        {"unit_id": "u2", "city": "Rome"},
+        {"unit_id": "u2", "city": "Paris"},  # the same id mapping to another value
+        {"unit_id": "u3", "city": "Rome"},
+        {"unit_id": "u4", "city": ""},
+        {"unit_id": "u5", "city": "Oslo"},
+    ]
+    batch = map_units(tmp_path, data, {"city": "city"})
+
+    assert batch.quarantine["rows"].tolist() == ["1", "2,3", "5"]
+    assert batch.quarantine["record_id"].tolist() == ["u1", "u2", "u4"]
+    assert sorted(batch.records["record_id"]) == ["u3", "u5"]
+
+
+def test_in_export_order_sorts_by_source_and_first_row_and_puts_carried_records_last() -> None:
+    records = pd.DataFrame(
+        {
+            "record_id": ["b", "carried", "a", "c", "e"],
+            "source_rows": ["f.csv:12,13", None, "f.csv:2", "g.csv:1", "f.csv:100"],
+        }
+    )
+
+    assert in_export_order(records)["record_id"].tolist() == ["a", "b", "e", "c", "carried"]
+    assert in_export_order(records.head(1)).equals(records.head(1))
