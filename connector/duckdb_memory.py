@@ -32,3 +32,9 @@ def memory_limit() -> str:
             f"{MEMORY_LIMIT_VARIABLE} must be a size such as 1GB or 800MB, got {value!r}"
         )
     return value
+
+
+def duckdb_config(**settings: str) -> dict[str, str]:
+    """The configuration of a DuckDB connection of the run: its one memory limit, and
+    ``settings`` (e.g. ``temp_directory``)."""
+    return {"memory_limit": memory_limit(), **settings}

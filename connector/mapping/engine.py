@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
-from connector.duckdb_memory import memory_limit
+from connector.duckdb_memory import duckdb_config
 from connector.errors import MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
@@ -240,9 +240,7 @@ def run_prepared(
     # Spill files go to a private temporary folder, not into the working directory.
     with (
         tempfile.TemporaryDirectory(prefix="pms-sync-duckdb-") as spill,
-        duckdb.connect(
-            ":memory:", config={"memory_limit": memory_limit(), "temp_directory": spill}
-        ) as connection,
+        duckdb.connect(":memory:", config=duckdb_config(temp_directory=spill)) as connection,
     ):
         sql_functions.install(connection)
         _create_lookups(connection, prepared.mapping)

@@ -10,6 +10,7 @@ value: lower case, accents stripped, surrounding blanks removed.
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import hashlib
 import json
@@ -20,6 +21,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pycountry
+
+from connector.private_files import write_private
 
 TRANSLATED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "it", "nl", "pt", "pl", "da", "sv")
 """Locales whose country and language names are accepted besides English."""
@@ -274,7 +277,10 @@ def reference_tables() -> dict[str, dict[str, str]]:
             pass
     tables = {name: build() for name, build in _BUILDERS.items()}
     if file is not None:
-        _write_atomically(file, json.dumps(tables, ensure_ascii=False, sort_keys=True))
+        text = json.dumps(tables, ensure_ascii=False, sort_keys=True)
+        # Atomic, so another run reads the old name or the whole new file.
+        with contextlib.suppress(OSError):
+            write_private(file, text.encode("utf-8"))
     return tables
 
 
@@ -294,17 +300,6 @@ def _cache_file() -> Path | None:
         return None
     key = hashlib.sha256(version("pycountry").encode() + b"\0" + source).hexdigest()[:16]
     return folder / f"reference-tables-{key}.json"
-
-
-def _write_atomically(file: Path, text: str) -> None:
-    # Another run may read the file at any time: it sees the old name or the whole new file.
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        partial = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, file)
-    except OSError:
-        return
 
 
 def _build_country_table() -> dict[str, str]:

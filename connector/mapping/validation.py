@@ -97,7 +97,6 @@ _RESULT_SCHEMA = pa.schema(
         ("checkin", pa.date32()),
         ("checkout", pa.date32()),
         ("source_rows", pa.large_string()),
-        ("position", pa.int64()),
     ]
 )
 
@@ -179,7 +178,6 @@ class RecordValidator:
         self.quarantine = _Quarantine(entity)
         self.tables: list[pa.Table] = []
         self.known_count = 0  # accepted as validated in an earlier run
-        self._offset = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
         missing = set(MAPPED_COLUMNS) - set(batch.schema.names)
@@ -205,15 +203,12 @@ class RecordValidator:
             refused = self._refused_by_twin(texts)
             for index, position in enumerate(fast_positions):
                 (slow if index in refused else accepted).append(position)
+        # In batch order: a whole batch accepted is hashed where it is (_accepted).
         accepted.sort()
-        parts = [self._accepted(batch, accepted)] if accepted else []
+        if accepted:
+            self.tables.append(self._accepted(batch, accepted))
         if slow:
-            slow.sort()
-            parts.append(self._one_by_one(batch, slow))
-        if parts:
-            table = pa.concat_tables(parts).sort_by("position") if len(parts) > 1 else parts[0]
-            self.tables.append(table)
-        self._offset += batch.num_rows
+            self.tables.append(self._one_by_one(batch, slow))
 
     def _refused_by_twin(self, texts: list[str]) -> set[int]:
         refused: set[int] = set()
@@ -266,7 +261,6 @@ class RecordValidator:
                 "source_rows": pc.binary_join_element_wise(
                     taken.column("sources"), taken.column("row_numbers"), ":"
                 ),
-                "position": pa.array([self._offset + index for index in positions], pa.int64()),
             }
         ).cast(_RESULT_SCHEMA)
 
@@ -297,7 +291,7 @@ class RecordValidator:
         }
         quarantine = self.quarantine
         kept: dict[str, list[Any]] = {name: [] for name in _RESULT_SCHEMA.names}
-        for index, position in enumerate(positions):
+        for index in range(len(positions)):
             account_id = rows["account_id"][index]
             record_id = rows["record_id"][index]
             source = rows["sources"][index]
@@ -379,7 +373,6 @@ class RecordValidator:
                 ("checkin", _day(checkin)),
                 ("checkout", _day(checkout)),
                 ("source_rows", f"{source}:{numbers}"),
-                ("position", self._offset + position),
             ):
                 kept[name].append(value)
         return pa.table(kept, schema=_RESULT_SCHEMA)
@@ -388,7 +381,7 @@ class RecordValidator:
         records = empty_records()
         table = pa.concat_tables(self.tables) if self.tables else None
         if table is not None and table.num_rows:
-            records = _records_frame(table.drop_columns(["position"]))
+            records = _records_frame(table)
         # The entity query does not sort its records (a sort carrying every document's text
         # cost ≈ 3 s at 1M); the quarantine, which people read, is put in export order here.
         order = self.quarantine.order

@@ -22,7 +22,7 @@ from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.plan._drift import OPTIONAL_REASONS
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.plan._urgency import URGENCY_CLASSES, UrgencyPolicy
-from connector.records import DateWindow, MappedRecords
+from connector.records import DateWindow, MappedRecords, counts_by_text
 from connector.snapshot import (
     DiffRequest,
     OnMissing,
@@ -686,7 +686,7 @@ def extracted_counts(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
 def _extracted(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
     """Per account: valid records, and quarantined records (a record with several problems,
     or a row without a key, counts once; rows without an account count under "")."""
-    records = _counts_by_text(batch.records["account_id"])
+    records = counts_by_text(batch.records["account_id"])
     quarantine = batch.quarantine
     if len(quarantine):
         keyed = quarantine.loc[:, ["account_id", "record_id", "input", "rows"]].copy()
@@ -709,13 +709,6 @@ def _extracted(entity: Entity, batch: MappedRecords) -> pd.DataFrame:
         },
         columns=["entity", "account_id", "extracted", "quarantined"],
     )
-
-
-def _counts_by_text(values: pd.Series) -> pd.Series:
-    """Rows per value as text, counted before any conversion (one text per distinct value)."""
-    counts = values.value_counts()
-    counts.index = [str(value) for value in counts.index]
-    return counts.groupby(level=0).sum()
 
 
 def _empty(columns: Iterable[str]) -> pd.DataFrame:

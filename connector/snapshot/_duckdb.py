@@ -26,10 +26,10 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
-from connector.duckdb_memory import memory_limit
+from connector.duckdb_memory import duckdb_config
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
-from connector.records import RECORD_COLUMNS, empty_records
+from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
 from connector.snapshot import _fingerprints, _resend
 from connector.snapshot._accounts import AccountTables
 from connector.snapshot._events import EventTables
@@ -759,10 +759,7 @@ def _identified(keys: pd.DataFrame) -> pd.DataFrame:
 
 def _unchanged_counts(incoming: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
     """Per account: incoming records that got no other action are unchanged skips."""
-    # Distinct values first: the incoming records are ~all carried on a nightly run.
-    total = incoming["account_id"].value_counts()
-    total.index = [str(value) for value in total.index]
-    total = total.groupby(level=0).sum()
+    total = counts_by_text(incoming["account_id"])
     present = decided.loc[decided["present"].astype(bool), "account_id"].value_counts()
     unchanged = total.sub(present, fill_value=0).astype("int64")
     return pd.DataFrame(
@@ -811,13 +808,6 @@ def _keep_private(file: Path) -> None:
                 os.chmod(path, PRIVATE_FILE_MODE)
 
 
-def _config() -> dict[str, str]:
-    # The run's one DuckDB memory limit (connector.duckdb_memory): its diff joins keys and
-    # hashes only (payloads stay on disk until a change needs one), and the mapping engine's
-    # connection is closed before it.
-    return {"memory_limit": memory_limit()}
-
-
 def _connect(
     file: Path, lock_timeout: float, *, read_only: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -825,11 +815,11 @@ def _connect(
     while True:
         try:
             if read_only or file.exists():
-                return duckdb.connect(str(file), read_only=read_only, config=_config())
+                return duckdb.connect(str(file), read_only=read_only, config=duckdb_config())
             # A new file is created 0600 from its first byte: DuckDB takes the umask's mode.
             previous = os.umask(0o077)
             try:
-                return duckdb.connect(str(file), config=_config())
+                return duckdb.connect(str(file), config=duckdb_config())
             finally:
                 os.umask(previous)
         except duckdb.IOException as error:
@@ -864,7 +854,7 @@ def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
     caller migrates. No file: an empty in-memory database.
     """
     if not file.exists():
-        memory = duckdb.connect(":memory:", config=_config())
+        memory = duckdb.connect(":memory:", config=duckdb_config())
         _migrate(memory, file)
         return memory
     connection = _connect(file, lock_timeout, read_only=True)
@@ -881,7 +871,7 @@ def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
     if seen >= {step.version for step in MIGRATIONS}:
         return connection
     connection.close()
-    memory = duckdb.connect(":memory:", config=_config())
+    memory = duckdb.connect(":memory:", config=duckdb_config())
     try:
         memory.execute("ATTACH ? AS on_disk (READ_ONLY)", [str(file)])
         memory.execute("COPY FROM DATABASE on_disk TO memory")
@@ -912,7 +902,7 @@ def validated_payloads(path: str | Path) -> pa.Table | None:
     if not file.exists():
         return None
     try:
-        with duckdb.connect(str(file), read_only=True, config=_config()) as connection:
+        with duckdb.connect(str(file), read_only=True, config=duckdb_config()) as connection:
             (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
             if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
-from connector.duckdb_memory import memory_limit
+from connector.duckdb_memory import duckdb_config
 from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
@@ -166,8 +166,7 @@ class _FileReader:
         if self._file is None or not self._file.exists():
             return None
         try:
-            limit = {"memory_limit": memory_limit()}  # the run's one limit
-            with duckdb.connect(str(self._file), read_only=True, config=limit) as db:
+            with duckdb.connect(str(self._file), read_only=True, config=duckdb_config()) as db:
                 versions = {
                     v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
                 }

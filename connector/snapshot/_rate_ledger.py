@@ -28,12 +28,17 @@ class PostgresRateLedger:
     """``reserve`` a request under the windows, ``answered`` when its answer came.
 
     One database connection of its own (the snapshot's is the push's writer's); calls from
-    several threads (one limiter per token) take turns on it.
+    several threads (one limiter per token) take turns on it. ``answered`` is called on the
+    event loop, so it only notes the answer: the answer times are written by the next
+    ``reserve`` (already off the loop, in its transaction) or by ``close``. Until then the
+    request counts as in flight, that is as sent now: never less than it used.
     """
 
     def __init__(self, connection: sa.Connection) -> None:
         self._connection = connection
         self._turn = threading.Lock()
+        self._answers: list[dict[str, object]] = []
+        self._answers_lock = threading.Lock()  # held for an append or a swap, never for I/O
 
     def reserve(
         self, key: str, windows: Sequence[tuple[int, float]], now: float
@@ -43,6 +48,7 @@ class PostgresRateLedger:
         longest = max(span for _, span in windows)
         with self._turn, self._connection.begin():
             c = self._connection
+            self._write_answers()
             c.execute(
                 sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:lock, 0))"),
                 {"lock": f"pms-sync rate limit {key}"},
@@ -77,16 +83,25 @@ class PostgresRateLedger:
             return 0.0, -now
 
     def answered(self, key: str, marker: float, at: float) -> None:
-        """The request logged with ``marker`` was answered at ``at``."""
-        with self._turn, self._connection.begin():
+        """The request logged with ``marker`` was answered at ``at`` (written later)."""
+        with self._answers_lock:
+            self._answers.append({"key": key, "marker": marker, "at": at})
+
+    def _write_answers(self) -> None:
+        """Write the answer times noted since the last call (inside a transaction)."""
+        with self._answers_lock:
+            answers, self._answers = self._answers, []
+        if answers:
             self._connection.execute(
                 sa.text(
                     "UPDATE rate_limit_log SET sent_at = :at WHERE ctid = (SELECT ctid FROM "
                     "rate_limit_log WHERE limiter_key = :key AND sent_at = :marker LIMIT 1)"
                 ),
-                {"key": key, "marker": marker, "at": at},
+                answers,
             )
 
     def close(self) -> None:
         with self._turn:
+            with self._connection.begin():
+                self._write_answers()
             self._connection.close()
