@@ -56,9 +56,9 @@ VALIDATED_PAYLOADS_SINCE = 6
 
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 
-# One statement: incoming records full-outer-joined with what the service acknowledged and
-# what it refused. Each row gets its action; rows without one (missing and left alone) drop,
-# and so do unchanged skips, which are only counted (incoming minus every other present row):
+# Incoming records full-outer-joined with what the service acknowledged and what it refused
+# (each side of the outer join a statement: _DIFF_SIDES). Each row gets its action; rows
+# without one (missing and left alone) drop, and so do unchanged skips, which are only counted (incoming minus every other present row):
 # a nightly run with nothing changed moves no documents out of DuckDB. A known record that is
 # not among the incoming ones is only "missing" when the export holds no row of it at all:
 # an invalid (quarantined) record is kept as acknowledged, one outside the window is left to
@@ -68,7 +68,7 @@ _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 # retired already (status INACTIVE or CANCELLED). Reading every acknowledged payload to find
 # the few records gone from the export cost ≈ 0.6 GB of DuckDB memory at 1M records.
 _DIFF_SQL = """
-WITH incoming AS (
+WITH incoming AS NOT MATERIALIZED (
     SELECT account_id, record_id, payload, content_hash,
            CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout
     FROM incoming_frame
@@ -76,7 +76,7 @@ WITH incoming AS (
 ),
 -- Payloads stay out of the join of what is incoming with what is known: only the records
 -- missing from the export need theirs (to be cancelled or deactivated).
-known AS (
+known AS NOT MATERIALIZED (
     SELECT account_id, record_id, content_hash, checkin, checkout, status, connection
     FROM acknowledged WHERE entity = $entity
 ),
@@ -97,18 +97,18 @@ elsewhere AS (
     SELECT account_id, record_id, bool_or(quarantined) AS quarantined
     FROM elsewhere_frame GROUP BY account_id, record_id
 ),
-sides AS (
-    SELECT true AS present, i.account_id, i.record_id,
-           i.payload AS new_payload, i.content_hash AS new_hash,
-           coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
-           k.record_id IS NOT NULL AS known, k.content_hash AS old_hash,
-           k.status AS old_status, k.connection AS owner
-    FROM incoming AS i LEFT JOIN known AS k USING (account_id, record_id)
-    UNION ALL
-    SELECT false, account_id, record_id, NULL, NULL, checkin, checkout, true, content_hash,
-           status, connection
-    FROM missing
+-- The incoming records that can be anything but an unchanged skip: only these are joined
+-- with all they need. Finding them needs the known keys and hashes alone, where joining every
+-- incoming record with every column it needs held ≈ 0.15 GB more at 1M records.
+to_decide AS (
+    SELECT i.* FROM incoming AS i
+    WHERE $full_resync OR NOT $only_ids_all
+       OR NOT EXISTS (SELECT 1 FROM known AS k WHERE k.account_id = i.account_id
+                      AND k.record_id = i.record_id AND k.content_hash = i.content_hash)
+       OR EXISTS (SELECT 1 FROM refused AS r WHERE r.account_id = i.account_id
+                  AND r.record_id = i.record_id)
 ),
+sides AS ({sides}),
 joined AS (
     SELECT s.*,
         r.content_hash AS refused_hash,
@@ -164,6 +164,25 @@ SELECT account_id, record_id, action, reason,
 FROM decided
 WHERE action IS NOT NULL AND reason <> 'unchanged'
 """
+
+# The two sides of the diff, each a statement of its own: run together, the hash tables of
+# both joins (the incoming records' keys, the known records' keys and hashes) were held at
+# once, ≈ 0.2 GB more at 1M records than one after the other.
+_PRESENT_SIDE = """
+    SELECT true AS present, i.account_id, i.record_id,
+           i.payload AS new_payload, i.content_hash AS new_hash,
+           coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
+           k.record_id IS NOT NULL AS known, k.content_hash AS old_hash,
+           k.status AS old_status, k.connection AS owner
+    FROM to_decide AS i LEFT JOIN known AS k USING (account_id, record_id)
+"""
+_MISSING_SIDE = """
+    SELECT false AS present, account_id, record_id, NULL::VARCHAR AS new_payload,
+           NULL::VARCHAR AS new_hash, checkin, checkout, true AS known,
+           content_hash AS old_hash, status AS old_status, connection AS owner
+    FROM missing
+"""
+_DIFF_SIDES = tuple(_DIFF_SQL.replace("{sides}", side) for side in (_PRESENT_SIDE, _MISSING_SIDE))
 
 # The records the diff would retire, with their last payload: those whose last payload already
 # says INACTIVE (deactivate) or CANCELLED (cancel) are retired already and drop out.
@@ -277,7 +296,10 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             cursor.register("incoming_frame", frame)
             cursor.register("elsewhere_frame", _elsewhere_frame(request))
             _refuse_duplicates(cursor, request.entity)
-            decided = _with_retired(cursor, cursor.execute(_DIFF_SQL, params).df(), params)
+            sides = [cursor.execute(sql, params).df() for sql in _DIFF_SIDES]
+            found = [side for side in sides if len(side)]
+            rows = pd.concat(found, ignore_index=True) if len(found) > 1 else (found or sides)[0]
+            decided = _with_retired(cursor, rows, params)
             if self.read_only:
                 return _diff_result(frame, decided, request.by_checkin)
             # Every incoming record passed the current contract in this run: an acknowledged

@@ -26,7 +26,6 @@ STORED_COLUMNS: tuple[str, ...] = (
     "source_account",
     "record_id",
     "fingerprint",
-    "account_id",
     "content_hash",
     "checkin",
     "checkout",
@@ -36,8 +35,7 @@ STORED_COLUMNS: tuple[str, ...] = (
 
 # One statement for both backends, in SQLAlchemy's parameter style (DuckDB takes `$name`).
 STORED_SQL = """
-SELECT f.source_account, f.record_id, f.fingerprint, f.account_id, f.content_hash,
-       a.checkin, a.checkout
+SELECT f.source_account, f.record_id, f.fingerprint, f.content_hash, a.checkin, a.checkout
 FROM source_fingerprints AS f
 JOIN acknowledged AS a
   ON a.account_id = f.account_id AND a.entity = f.entity AND a.record_id = f.record_id
@@ -176,22 +174,19 @@ class _FileReader:
         except duckdb.Error:
             return None  # a file another process is writing: every record is mapped
 
-    def copy_into(
-        self,
-        engine: duckdb.DuckDBPyConnection,
-        table: str,
-        entity: Entity,
-        mapping_fingerprint: str,
-    ) -> bool:
-        """The same rows as a call, into ``table`` of the engine's connection: the file is
-        attached read-only there, read by the engine's own DuckDB (its memory limit), and
-        detached. False when the file cannot be attached (the call then decides)."""
+    def read_attached(
+        self, engine: duckdb.DuckDBPyConnection, entity: Entity, mapping_fingerprint: str
+    ) -> pa.Table | None:
+        """The same rows as a call, read by the engine's own connection: the file is attached
+        read-only there (the engine's DuckDB, its one memory limit), read, and detached
+        before anything else runs. None when the file cannot be attached (the call then
+        decides)."""
         if self._file is None or not self._file.exists():
-            return False
+            return None
         try:
             engine.execute(f"ATTACH ? AS {_ATTACHED} (READ_ONLY)", [str(self._file)])
         except duckdb.Error:
-            return False
+            return None
         try:
             versions = {
                 v
@@ -200,22 +195,20 @@ class _FileReader:
                 ).fetchall()
             }
             if FINGERPRINTS_SINCE not in versions:
-                return False
-            engine.execute(
-                f"CREATE OR REPLACE TEMP TABLE {table} AS "
-                + STORED_SQL.replace(":", "$")
+                return None
+            return engine.sql(
+                STORED_SQL.replace(":", "$")
                 .replace("FROM source_fingerprints", f"FROM {_ATTACHED}.source_fingerprints")
                 .replace("JOIN acknowledged", f"JOIN {_ATTACHED}.acknowledged"),
-                {
+                params={
                     "connection": connection_key(self._connection),
                     "owner": self._connection,
                     "entity": str(entity),
                     "mapping_fingerprint": mapping_fingerprint,
                 },
-            )
-            return True
+            ).to_arrow_table()
         except duckdb.Error:
-            return False
+            return None
         finally:
             engine.execute(f"DETACH DATABASE IF EXISTS {_ATTACHED}")
 

@@ -1,5 +1,5 @@
 """A DuckDB snapshot's stored fingerprints are read by the mapping engine's own connection:
-attached read-only, copied, detached before any mapping SQL runs."""
+attached read-only, read, detached before any mapping SQL runs."""
 
 from __future__ import annotations
 
@@ -24,15 +24,17 @@ def snapshot_file(tmp_path: Path) -> Path:
     return file
 
 
-def test_the_engine_copies_the_same_rows_a_read_only_connection_reads(snapshot_file: Path) -> None:
+def test_the_engine_reads_the_same_rows_a_read_only_connection_reads(snapshot_file: Path) -> None:
     with (
         fingerprint_reader_of(snapshot_file, CONNECTION) as reader,
         duckdb.connect(":memory:") as engine,
     ):
         read = reader(Entity.RESERVATION, MAPPING).to_pandas()
-        assert reader.copy_into(engine, "copied", Entity.RESERVATION, MAPPING)
-        copied = engine.execute("SELECT * FROM copied").df()
+        attached = reader.read_attached(engine, Entity.RESERVATION, MAPPING)
+        assert attached is not None
+        copied = attached.to_pandas()
 
+    assert read.equals(copied)
     assert sorted(read["record_id"]) == sorted(copied["record_id"]) == ["R1", "R2"]
     assert dict(zip(copied["record_id"], copied["fingerprint"], strict=True)) == {
         "R1": 11,
@@ -40,12 +42,12 @@ def test_the_engine_copies_the_same_rows_a_read_only_connection_reads(snapshot_f
     }
 
 
-def test_the_snapshot_is_detached_once_copied(snapshot_file: Path) -> None:
+def test_the_snapshot_is_detached_once_read(snapshot_file: Path) -> None:
     with (
         fingerprint_reader_of(snapshot_file, CONNECTION) as reader,
         duckdb.connect(":memory:") as engine,
     ):
-        assert reader.copy_into(engine, "copied", Entity.RESERVATION, MAPPING)
+        assert reader.read_attached(engine, Entity.RESERVATION, MAPPING) is not None
         attached = {
             name
             for (name,) in engine.execute("SELECT database_name FROM duckdb_databases()").fetchall()
@@ -56,14 +58,14 @@ def test_the_snapshot_is_detached_once_copied(snapshot_file: Path) -> None:
 
 
 def test_a_file_open_for_writing_is_not_attached(snapshot_file: Path) -> None:
-    # The run's own writer (or another process) holds the file: nothing is copied, and the
+    # The run's own writer (or another process) holds the file: nothing is read, and the
     # reader's own read-only connection finds nothing either, so every record is mapped.
     with (
         Snapshot.open(snapshot_file),
         fingerprint_reader_of(snapshot_file, CONNECTION) as reader,
         duckdb.connect(":memory:") as engine,
     ):
-        assert not reader.copy_into(engine, "copied", Entity.RESERVATION, MAPPING)
+        assert reader.read_attached(engine, Entity.RESERVATION, MAPPING) is None
         assert reader(Entity.RESERVATION, MAPPING) is None
         databases = engine.execute("SELECT database_name FROM duckdb_databases()").fetchall()
         assert ("pms_sync_snapshot",) not in databases

@@ -153,6 +153,27 @@ def test_dead_lettered_record_is_held_until_its_content_changes_or_forced(
     assert forced.changes["record_id"].tolist() == ["R1"]
 
 
+def test_a_refusal_of_the_acknowledged_version_itself_is_reported_not_skipped_silently(
+    snapshot: SnapshotStore,
+) -> None:
+    # Unchanged against what the service acknowledged, yet refused since with that very
+    # content: the diff passes it through the full decision (not the unchanged shortcut), so
+    # it is counted as held, like any other dead-lettered record.
+    data = batches([unit("U1")], [reservation("R1", 3)])
+    acknowledge_all(snapshot, plan_of(snapshot, data))
+    acknowledged = plan_of(snapshot, data, force=Force(only_ids=frozenset({"R1"})))
+    content_hash = acknowledged.changes.iloc[0].content_hash
+    snapshot.record_refusals(
+        [Refusal("acc-1", Entity.RESERVATION, "R1", content_hash, 400, "bad", TODAY, "r-2")]
+    )
+
+    plan = plan_of(snapshot, data)
+
+    assert (plan.request_count, plan.held, plan.counts["skip"]) == (0, 1, 2)
+    reasons = plan.tally.set_index("reason")["n"].to_dict()
+    assert reasons == {"unchanged": 1, "dead_lettered": 1}
+
+
 def test_full_resync_resends_every_record_and_only_resends_just_those(
     snapshot: SnapshotStore,
 ) -> None:
