@@ -45,8 +45,10 @@ ValidatedPayloads = pa.Table | Callable[[], pa.Table | None]
 a run whose every record is carried over by fingerprint reads none."""
 
 
-BATCH_ROWS = 100_000
-"""Records validated per batch: bounds the documents held in Python at once."""
+BATCH_ROWS = 25_000
+"""Records validated per batch: bounds the query's output held in Python at once besides the
+accepted records (each batch and its copy). At 1M, 100,000 gave a first run's mapping a peak
+of 1.44 GB and 25,000 one of 1.35 GB, in the same 12 s."""
 
 
 def _lock_down(connection: duckdb.DuckDBPyConnection) -> None:
