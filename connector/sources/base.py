@@ -44,6 +44,11 @@ class Source(abc.ABC):
     def describe(self) -> str:
         return self.name
 
+    def size_bytes(self) -> int | None:
+        """The text the input holds, in bytes, when known before reading it (files read as
+        they are); None otherwise (a query, a compressed workbook)."""
+        return None
+
 
 def create_text_table(
     connection: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str]

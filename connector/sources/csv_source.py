@@ -79,6 +79,9 @@ class CsvSource(Source):
             self._files = resolve_files(self.pattern, self.base_dir, self.name)
         return self._files
 
+    def size_bytes(self) -> int | None:
+        return sum(path.stat().st_size for path in self.files)
+
     def describe(self) -> str:
         return self.files[0].name if len(self.files) == 1 else self.pattern
 
