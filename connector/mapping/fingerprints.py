@@ -188,7 +188,7 @@ def split_by_fingerprint(
     connection: duckdb.DuckDBPyConnection, query: EntityQuery, fingerprint: str
 ) -> FingerprintSplit:
     """Fingerprint the entity's records and compare them with what the snapshot keeps
-    (``read_stored`` copied it, under the mapping fingerprint ``fingerprint``).
+    (``read_stored`` registered it, under the mapping fingerprint ``fingerprint``).
 
     Leaves the temporary table ``ROWS_TO_MAP_TABLE`` on ``connection`` when some row is to
     be mapped: the rows of the records not carried over, to which the entity query keeps.
