@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from connector.client import ClientConfig, Window
+from connector.pipeline import SyncReport
 from connector.plan import Budget
 from connector.sandbox.rate_limits import RateLimit
 from connector.settings import SyncSettings
@@ -46,3 +47,18 @@ def sync_statuses(stats: dict[str, Any]) -> dict[str, int]:
             for status, n in by_status.items():
                 found[status] = found.get(status, 0) + n
     return found
+
+
+def delivery_summary(reports: dict[str, SyncReport]) -> dict[str, Any]:
+    """Per account: the outcomes and the first records not acknowledged (status, attempts,
+    message), for an assertion's message: a record left pending says what used its attempts."""
+    return {
+        account: {
+            "outcomes": dict(report.outcomes),
+            "problems": [
+                (p.record_id, str(p.outcome), p.http_status, p.attempts, p.message[:120])
+                for p in report.push.problems[:5]
+            ],
+        }
+        for account, report in reports.items()
+    }

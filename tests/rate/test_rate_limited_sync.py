@@ -10,7 +10,7 @@ from connector.pipeline import SyncReport, sync_batches
 from connector.plan import Budget
 from connector.sandbox.testing import SandboxHandle
 from tests.push.push_samples import batches_of, hotel
-from tests.rate.rate_samples import limited_settings, sync_statuses
+from tests.rate.rate_samples import delivery_summary, limited_settings, sync_statuses
 
 
 def reservations_in_received_order(service: SandboxHandle, account: str = "demo") -> list[str]:
@@ -58,7 +58,7 @@ def test_a_second_client_sharing_the_token_is_adapted_to_and_its_429s_are_counte
     assert {a: r.outcomes["acknowledged"] for a, r in reports.items()} == {
         "demo": 150,
         "demo-2": 150,
-    }
+    }, delivery_summary(reports)
     assert all(r.push.foreign_requests > 0 for r in reports.values())  # each saw the other
     throttled = sum(r.push.throttled for r in reports.values())
     assert statuses.get("429", 0) == throttled  # every 429 counted and reported

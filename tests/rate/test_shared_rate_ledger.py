@@ -11,7 +11,7 @@ from pathlib import Path
 from connector.pipeline import SyncReport, sync_batches
 from connector.sandbox.testing import SandboxHandle
 from tests.push.push_samples import batches_of, hotel
-from tests.rate.rate_samples import limited_settings, sync_statuses
+from tests.rate.rate_samples import delivery_summary, limited_settings, sync_statuses
 
 ACCOUNTS = ("demo", "demo-2")  # both written with demo-token: one token, one set of limits
 
@@ -49,7 +49,7 @@ def test_two_runs_sharing_a_token_on_one_postgresql_snapshot_get_no_429(
         assert {a: r.outcomes["acknowledged"] for a, r in reports.items()} == {
             "demo": 150,
             "demo-2": 150,
-        }
+        }, delivery_summary(reports)
     assert statuses == {"200": 300}  # not one 429: each request was admitted against both runs
     assert sum(r.push.throttled for r in shared.values()) == 0
     # The premise: with separate logs each run paces only itself and learns of the other from
