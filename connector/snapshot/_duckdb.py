@@ -58,8 +58,9 @@ _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 
 # Incoming records full-outer-joined with what the service acknowledged and what it refused
 # (each side of the outer join a statement: _DIFF_SIDES). Each row gets its action; rows
-# without one (missing and left alone) drop, and so do unchanged skips, which are only counted (incoming minus every other present row):
-# a nightly run with nothing changed moves no documents out of DuckDB. A known record that is
+# without one (missing and left alone) drop, and so do unchanged skips, which are only
+# counted (incoming minus every other present row): a nightly run with nothing changed moves
+# no documents out of DuckDB. A known record that is
 # not among the incoming ones is only "missing" when the export holds no row of it at all:
 # an invalid (quarantined) record is kept as acknowledged, one outside the window is left to
 # its own window, and an account with rows whose id is unknown reconciles nothing.
