@@ -264,7 +264,7 @@ def run_prepared(
     unknown = set(since) - set(prepared.sources)
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
-    results: dict[Entity, MappedRecords] = {}
+    finishing: list[_Mapped] = []
     # Spill files, and the engine's database when it is a file, go to a private temporary
     # folder (0700, removed with the run), not into the working directory.
     with (
@@ -320,18 +320,35 @@ def run_prepared(
                     elsewhere = _keys_outside(connection, query, window)
             except duckdb.Error as error:
                 raise _failed_on_data(connection, prepared.mapping, query, error) from None
-            result = validator.result()
-            if elsewhere is not None:
-                result.present_elsewhere = elsewhere
-            if split is not None:
-                result.fingerprints = mapped_fingerprints(split.mapped, result.records)
-                result.mapping_fingerprint = split.mapping_fingerprint
-                carried = carried_records(split.unchanged, window)
-                result.carried = len(carried)
-                if len(carried):
-                    result.records = _with_carried(result.records, carried)
-            results[entity] = result
-    return results
+            finishing.append(_Mapped(entity, validator, split, elsewhere))
+    # The records are put together once the engine's database is closed: its memory (the
+    # loaded inputs, the query's hash tables) is given back before the documents, kept
+    # compressed while the queries ran, are expanded.
+    return {mapped.entity: mapped.result(window) for mapped in finishing}
+
+
+@dataclass
+class _Mapped:
+    """What an entity's query left to put together into its records."""
+
+    entity: Entity
+    validator: RecordValidator
+    split: FingerprintSplit | None
+    elsewhere: pd.DataFrame | None
+
+    def result(self, window: DateWindow | None) -> MappedRecords:
+        result = self.validator.result()
+        if self.elsewhere is not None:
+            result.present_elsewhere = self.elsewhere
+        split = self.split
+        if split is not None:
+            result.fingerprints = mapped_fingerprints(split.mapped, result.records)
+            result.mapping_fingerprint = split.mapping_fingerprint
+            carried = carried_records(split.unchanged, window)
+            result.carried = len(carried)
+            if len(carried):
+                result.records = _with_carried(result.records, carried)
+        return result
 
 
 def _with_carried(records: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
