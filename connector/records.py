@@ -51,6 +51,18 @@ def empty_quarantine() -> pd.DataFrame:
 
 KEY_COLUMNS: tuple[str, ...] = ("account_id", "record_id")
 
+FINGERPRINT_COLUMNS: tuple[str, ...] = (
+    "source_account",  # the account member's value as mapped (an external id, or the id)
+    "record_id",
+    "fingerprint",  # BIGINT
+    "content_hash",  # what the service acknowledged, mapped from these rows
+    "checkin",
+    "checkout",
+)
+"""Columns of the source fingerprints a snapshot keeps, as it hands them to the mapping engine
+(``connector.mapping.fingerprints``): one row per record whose acknowledged version is the one
+its fingerprinted rows mapped to."""
+
 
 def empty_keys() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype="object") for column in KEY_COLUMNS})

@@ -29,19 +29,8 @@ from connector.contract import CONTRACT_FINGERPRINT, Entity
 from connector.mapping.compiler import ROW_HASH, EntityQuery, row_hash_sql
 from connector.mapping.model import Mapping
 from connector.mapping.scope_sql import table_name
-from connector.records import RECORD_COLUMNS, DateWindow
+from connector.records import FINGERPRINT_COLUMNS, RECORD_COLUMNS, DateWindow
 from connector.sources.base import META_COLUMNS, ROW_COLUMN, SOURCE_COLUMN, quote_identifier
-
-STORED_COLUMNS: tuple[str, ...] = (
-    "source_account",  # the account member's value as mapped (an external id, or the id)
-    "record_id",
-    "fingerprint",  # BIGINT
-    "content_hash",  # what the service acknowledged, mapped from these rows
-    "checkin",
-    "checkout",
-)
-"""Columns of what a :class:`FingerprintReader` returns: one row per record whose
-acknowledged version is the one its fingerprinted rows mapped to."""
 
 MAPPED_COLUMNS: tuple[str, ...] = (
     "source_account",
@@ -64,7 +53,7 @@ class FingerprintReader(Protocol):
     """
 
     def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
-        """STORED_COLUMNS of the records fingerprinted under ``mapping_fingerprint``."""
+        """FINGERPRINT_COLUMNS of the records fingerprinted under ``mapping_fingerprint``."""
         ...
 
 
@@ -145,10 +134,10 @@ def read_stored(
         known = pa.table(
             {
                 name: pa.array([], type=pa.int64() if name == "fingerprint" else pa.string())
-                for name in STORED_COLUMNS
+                for name in FINGERPRINT_COLUMNS
             }
         )
-    connection.register(stored_table(query.entity), known.select(list(STORED_COLUMNS)))
+    connection.register(stored_table(query.entity), known.select(list(FINGERPRINT_COLUMNS)))
     return fingerprint
 
 

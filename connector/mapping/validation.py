@@ -116,9 +116,6 @@ class CompressedTables:
     def __init__(self) -> None:
         self._streams: list[pa.Buffer] = []
 
-    def __bool__(self) -> bool:
-        return bool(self._streams)
-
     @property
     def nbytes(self) -> int:
         """The compressed size held."""
@@ -132,11 +129,9 @@ class CompressedTables:
 
     def expand(self) -> list[pa.Table]:
         """The tables, in the order appended; the compressed streams are released."""
-        streams, self._streams = self._streams, []
-        streams.reverse()
         tables = []
-        while streams:
-            tables.append(pa.ipc.open_stream(streams.pop()).read_all())
+        while self._streams:
+            tables.append(pa.ipc.open_stream(self._streams.pop(0)).read_all())
         return tables
 
 

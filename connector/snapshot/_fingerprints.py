@@ -21,16 +21,6 @@ from connector.duckdb_memory import duckdb_config
 from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
-
-STORED_COLUMNS: tuple[str, ...] = (
-    "source_account",
-    "record_id",
-    "fingerprint",
-    "content_hash",
-    "checkin",
-    "checkout",
-)
-"""What a store's ``stored_fingerprints`` returns (connector.mapping.fingerprints)."""
 """The migration that created ``source_fingerprints``."""
 
 # One statement for both backends, in SQLAlchemy's parameter style (DuckDB takes `$name`).
@@ -57,7 +47,7 @@ def stored_fingerprints(
     entity: Entity,
     mapping_fingerprint: str,
 ) -> pa.Table:
-    """STORED_COLUMNS (connector.mapping.fingerprints) of the records still held as mapped."""
+    """FINGERPRINT_COLUMNS (connector.records) of the records still held as mapped."""
     return cursor.sql(
         STORED_SQL.replace(":", "$"),
         params={

@@ -32,10 +32,11 @@ from sqlalchemy.pool import NullPool
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, Entity
 from connector.duckdb_memory import duckdb_config
 from connector.errors import SnapshotError
+from connector.records import FINGERPRINT_COLUMNS
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
-from connector.snapshot._fingerprints import STORED_COLUMNS, STORED_SQL, connection_key
+from connector.snapshot._fingerprints import STORED_SQL, connection_key
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
 from connector.snapshot._location import shown_location, sqlalchemy_url
 from connector.snapshot._locks import HOLDERS_TABLE_SQL, LockScope, ScopeLocks
@@ -727,7 +728,7 @@ class PostgresSnapshot(PortableReads):
                 "mapping_fingerprint": mapping_fingerprint,
             },
         )
-        return pa.Table.from_pandas(found.loc[:, list(STORED_COLUMNS)], preserve_index=False)
+        return pa.Table.from_pandas(found.loc[:, list(FINGERPRINT_COLUMNS)], preserve_index=False)
 
     def record_fingerprints(
         self,

@@ -79,7 +79,7 @@ class SnapshotStore(Protocol):
     def stored_fingerprints(
         self, connection: str | None, entity: Entity, mapping_fingerprint: str
     ) -> pa.Table:
-        """STORED_COLUMNS (connector.snapshot._fingerprints) of ``connection``'s records whose
+        """FINGERPRINT_COLUMNS (connector.records) of ``connection``'s records whose
         acknowledged, active content is the one their fingerprinted rows mapped to."""
         ...
 

@@ -33,10 +33,9 @@ def _table(start: int, count: int) -> pa.Table:
 def test_tables_come_back_identical_and_in_order_and_the_streams_are_released() -> None:
     tables = [_table(0, 5_000), _table(5_000, 0), _table(5_000, 3), _table(5_003, 2_000)]
     held = CompressedTables()
-    assert not held
     for table in tables:
         held.append(table)
-    assert held
+    assert held.nbytes > 0
 
     expanded = held.expand()
 
@@ -45,7 +44,6 @@ def test_tables_come_back_identical_and_in_order_and_the_streams_are_released() 
         assert after.schema == _RESULT_SCHEMA
         assert after.equals(before)
     # Expanding hands the tables over: nothing compressed is kept besides them.
-    assert not held
     assert held.nbytes == 0
     assert held.expand() == []
 
