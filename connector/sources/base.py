@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -48,6 +49,26 @@ class Source(abc.ABC):
         """The text the input holds, in bytes, when known before reading it (files read as
         they are); None otherwise (a query, a compressed workbook)."""
         return None
+
+    def scan_in_place(self, connection: duckdb.DuckDBPyConnection, table: str) -> Path | None:
+        """Make ``table`` a view that reads the input where it is, with the columns
+        ``load_into`` gives it, and return the file it reads; None when this input cannot be
+        read in place (only a single file DuckDB's reader decodes can), and nothing is made.
+
+        Every query of the view reads the file again: the caller makes sure it did not change
+        in between (``connector.mapping.engine``)."""
+        return None
+
+
+def sql_literal(value: str | bool | int | list[str]) -> str:
+    """A DuckDB literal of ``value``: where a statement cannot take parameters (a view)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(sql_literal(item) for item in value) + "]"
+    return "'" + value.replace("'", "''") + "'"
 
 
 def create_text_table(

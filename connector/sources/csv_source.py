@@ -25,6 +25,7 @@ from connector.sources.base import (
     create_text_table,
     insert_frames,
     quote_identifier,
+    sql_literal,
 )
 from connector.sources.csv_structure import CsvStructure, scan_csv
 from connector.sources.files import resolve_files
@@ -180,6 +181,24 @@ class CsvSource(Source):
             f"SELECT *, rowid + 1 AS {ROW_COLUMN} FROM {rows}"
         )
         return int(connection.execute(f"SELECT count(*) FROM {rows}").fetchall()[0][0])
+
+    def scan_in_place(self, connection: duckdb.DuckDBPyConnection, table: str) -> Path | None:
+        # The row number is the row's position in the file, as the loaded table's rowid
+        # gives it (DuckDB keeps a single file's order through a window with an empty OVER).
+        if len(self.files) != 1 or self.codec not in _DUCKDB_ENCODINGS:
+            return None
+        path = self.files[0]
+        columns = self.columns()
+        names = ", ".join(quote_identifier(column) for column in columns)
+        options = self._duckdb_options(columns)
+        arguments = ", ".join(f"{key} := {sql_literal(value)}" for key, value in options.items())
+        connection.execute(
+            f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS SELECT {names}, "
+            f"CAST({sql_literal(path.name)} AS VARCHAR) AS {SOURCE_COLUMN}, "
+            f"row_number() OVER () AS {ROW_COLUMN} "
+            f"FROM read_csv({sql_literal(str(path.resolve()))}, {arguments})"
+        )
+        return path.resolve()
 
     def _duckdb_options(self, columns: list[str]) -> dict[str, Any]:
         return {

@@ -1,0 +1,175 @@
+"""A fingerprinted run reads its entity's own export where it is instead of loading it
+(``connector.mapping.engine``): nothing the run finds changes, a file changed while it is
+read is refused, and a file DuckDB cannot read in place is loaded and diagnosed as always."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from connector.contract import Entity
+from connector.errors import SourceError
+from connector.mapping import load_mapping, map_records
+from connector.mapping.fingerprints import FingerprintReader
+from connector.records import FINGERPRINT_COLUMNS, MappedRecords, in_export_order
+from connector.sources.csv_source import CsvSource
+from tests.samples import pinned_hotel
+
+
+def _stored(batch: MappedRecords) -> pa.Table:
+    """What a snapshot would keep after the service acknowledged every record of ``batch``."""
+    assert batch.fingerprints is not None
+    records = batch.records.loc[:, ["account_id", "record_id", "checkin", "checkout"]]
+    kept = batch.fingerprints.dropna(subset=["content_hash"]).merge(
+        records.rename(columns={"account_id": "source_account"}),
+        on=["source_account", "record_id"],
+    )
+    frame = kept.loc[:, list(FINGERPRINT_COLUMNS)].astype({"fingerprint": "int64"})
+    for column in ("source_account", "record_id", "content_hash"):
+        frame[column] = frame[column].astype(str)
+    for column in ("checkin", "checkout"):
+        frame[column] = pd.to_datetime(frame[column]).dt.date
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+class _Snapshot:
+    """A FingerprintReader of what an earlier run left, and what it was asked."""
+
+    def __init__(self, first: dict[Entity, MappedRecords]) -> None:
+        self.tables = {entity: _stored(batch) for entity, batch in first.items()}
+        self.calls = 0
+
+    def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
+        self.calls += 1
+        return self.tables.get(entity)
+
+
+def _first_run(mapping: Path) -> dict[Entity, MappedRecords]:
+    nothing: FingerprintReader = lambda entity, fingerprint: None  # noqa: E731
+    return map_records(load_mapping(mapping), fingerprints=nothing)
+
+
+def _loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    loaded: list[str] = []
+    load = CsvSource.load_into
+
+    def counted(self: CsvSource, connection: object, table: str, since: object = None) -> int:
+        loaded.append(self.name)
+        return load(self, connection, table, since)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CsvSource, "load_into", counted)
+    return loaded
+
+
+def _same(left: MappedRecords, right: MappedRecords) -> None:
+    columns = ["account_id", "record_id", "content_hash", "source_rows"]
+    assert in_export_order(left.records)[columns].equals(in_export_order(right.records)[columns])
+    assert left.quarantine.reset_index(drop=True).equals(right.quarantine.reset_index(drop=True))
+
+
+def test_a_run_with_nothing_changed_reads_the_export_once_and_loads_none_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping = pinned_hotel(tmp_path / "hotel")
+    snapshot = _Snapshot(_first_run(mapping))
+
+    loaded = _loads(monkeypatch)
+    again = map_records(load_mapping(mapping), fingerprints=snapshot)
+
+    # The joined rooms are loaded; the bookings are only read, to be fingerprinted.
+    assert "bookings" not in loaded and loaded
+    reservations = again[Entity.RESERVATION]
+    assert reservations.carried == len(reservations.records) > 0
+    assert reservations.fingerprints is not None and not len(reservations.fingerprints)
+
+
+def test_the_records_a_changed_export_maps_are_those_of_a_run_that_loads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping = pinned_hotel(tmp_path / "hotel")
+    snapshot = _Snapshot(_first_run(mapping))
+    bookings = mapping.parent / "data" / "bookings.csv"
+    frame = pd.read_csv(bookings, dtype=str, keep_default_na=False)
+    frame.loc[3, "guest_last_name"] = "Changed"
+    frame.loc[7, "arrival"] = "not a date"  # quarantined, naming its row of the file
+    frame.to_csv(bookings, index=False)
+
+    loaded = _loads(monkeypatch)
+    in_place = map_records(load_mapping(mapping), fingerprints=snapshot)
+    assert "bookings" not in loaded
+    remapped = map_records(load_mapping(mapping))  # no fingerprints: everything loaded, mapped
+    assert "bookings" in loaded
+
+    mapped = in_place[Entity.RESERVATION]
+    assert 0 < len(mapped.records) - mapped.carried < len(mapped.records)
+    quarantined = mapped.quarantine
+    assert len(quarantined) and set(quarantined["rows"]) == {"8"}  # the data row, 1-based
+    # Carried records have no source rows; the mapped ones name theirs as a full run does.
+    full = remapped[Entity.RESERVATION]
+    fresh = mapped.records[mapped.records["source_rows"] != ""]
+    expected = full.records.merge(fresh[["account_id", "record_id"]])
+    assert set(fresh["source_rows"]) == set(expected["source_rows"])
+    assert set(fresh["content_hash"]) == set(expected["content_hash"])
+    assert mapped.quarantine.equals(full.quarantine)
+
+
+def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -> None:
+    mapping = pinned_hotel(tmp_path / "hotel")
+    first = _Snapshot(_first_run(mapping))
+    bookings = mapping.parent / "data" / "bookings.csv"
+
+    def rewrite_then_read(entity: Entity, fingerprint: str) -> pa.Table | None:
+        # The PMS writes a new export after the run began reading this one.
+        text = bookings.read_text()
+        bookings.write_text(text.replace("Smith", "Smyth", 1))
+        return first(entity, fingerprint)
+
+    with pytest.raises(SourceError, match=r"bookings\.csv changed while this run was reading"):
+        map_records(load_mapping(mapping), fingerprints=rewrite_then_read)
+
+
+def test_an_export_duckdb_cannot_read_in_place_is_loaded_and_read_as_always(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping = pinned_hotel(tmp_path / "hotel")
+    snapshot = _Snapshot(_first_run(mapping))
+    bookings = mapping.parent / "data" / "bookings.csv"
+    # Mixed line endings: DuckDB's reader refuses the file, the loading path reads it.
+    lines = bookings.read_bytes().split(b"\n")
+    bookings.write_bytes(b"\r\n".join(lines[:5]) + b"\r\n" + b"\n".join(lines[5:]))
+    os.utime(bookings)
+
+    loaded = _loads(monkeypatch)
+    again = map_records(load_mapping(mapping), fingerprints=snapshot)
+    assert loaded.count("bookings") == 1  # once, after the read in place failed
+    # The same rows, only their line endings changed: every record is carried over.
+    reservations = again[Entity.RESERVATION]
+    assert reservations.carried == len(reservations.records) > 0
+    assert not len(reservations.quarantine)
+
+
+def test_a_row_the_reader_refuses_midway_is_named_as_a_run_that_loads_it_names_it(
+    tmp_path: Path,
+) -> None:
+    mapping = pinned_hotel(tmp_path / "hotel")
+    bookings = mapping.parent / "data" / "bookings.csv"
+    # Longer than the rows DuckDB's reader samples when the view is made (20,480 lines).
+    frame = pd.read_csv(bookings, dtype=str, keep_default_na=False)
+    copies = [frame.assign(booking_no=frame["booking_no"] + f"-{n}") for n in range(400)]
+    pd.concat(copies, ignore_index=True).to_csv(bookings, index=False)
+    snapshot = _Snapshot(_first_run(mapping))
+    lines = bookings.read_text().splitlines()
+    assert len(lines) > 25_000
+    lines[-2] += ",one column too many"  # far below what the reader samples on sight
+    bookings.write_text("\n".join(lines) + "\n")
+
+    with pytest.raises(SourceError) as loading:
+        map_records(load_mapping(mapping))
+    with pytest.raises(SourceError) as in_place:
+        map_records(load_mapping(mapping), fingerprints=snapshot)
+    assert str(in_place.value) == str(loading.value)
+    assert "bookings.csv" in str(in_place.value)
