@@ -15,7 +15,7 @@ from connector.contract import Entity
 from connector.errors import SourceError
 from connector.mapping import load_mapping, map_records
 from connector.mapping.fingerprints import FingerprintReader
-from connector.records import FINGERPRINT_COLUMNS, MappedRecords, in_export_order
+from connector.records import FINGERPRINT_COLUMNS, MappedRecords
 from connector.sources.csv_source import CsvSource
 from tests.samples import pinned_hotel
 
@@ -65,17 +65,17 @@ def _loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return loaded
 
 
-def _same(left: MappedRecords, right: MappedRecords) -> None:
-    columns = ["account_id", "record_id", "content_hash", "source_rows"]
-    assert in_export_order(left.records)[columns].equals(in_export_order(right.records)[columns])
-    assert left.quarantine.reset_index(drop=True).equals(right.quarantine.reset_index(drop=True))
+def _synced_hotel(folder: Path) -> tuple[Path, _Snapshot, Path]:
+    """The hotel example after a first run the service acknowledged whole: its mapping, what
+    the snapshot keeps, and its bookings export."""
+    mapping = pinned_hotel(folder)
+    return mapping, _Snapshot(_first_run(mapping)), mapping.parent / "data" / "bookings.csv"
 
 
 def test_a_run_with_nothing_changed_reads_the_export_once_and_loads_none_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mapping = pinned_hotel(tmp_path / "hotel")
-    snapshot = _Snapshot(_first_run(mapping))
+    mapping, snapshot, _ = _synced_hotel(tmp_path / "hotel")
 
     loaded = _loads(monkeypatch)
     again = map_records(load_mapping(mapping), fingerprints=snapshot)
@@ -90,9 +90,7 @@ def test_a_run_with_nothing_changed_reads_the_export_once_and_loads_none_of_it(
 def test_the_records_a_changed_export_maps_are_those_of_a_run_that_loads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mapping = pinned_hotel(tmp_path / "hotel")
-    snapshot = _Snapshot(_first_run(mapping))
-    bookings = mapping.parent / "data" / "bookings.csv"
+    mapping, snapshot, bookings = _synced_hotel(tmp_path / "hotel")
     frame = pd.read_csv(bookings, dtype=str, keep_default_na=False)
     frame.loc[3, "guest_last_name"] = "Changed"
     frame.loc[7, "arrival"] = "not a date"  # quarantined, naming its row of the file
@@ -118,9 +116,7 @@ def test_the_records_a_changed_export_maps_are_those_of_a_run_that_loads_it(
 
 
 def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -> None:
-    mapping = pinned_hotel(tmp_path / "hotel")
-    first = _Snapshot(_first_run(mapping))
-    bookings = mapping.parent / "data" / "bookings.csv"
+    mapping, first, bookings = _synced_hotel(tmp_path / "hotel")
 
     def rewrite_then_read(entity: Entity, fingerprint: str) -> pa.Table | None:
         # The PMS writes a new export after the run began reading this one.
@@ -135,9 +131,7 @@ def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -
 def test_an_export_duckdb_cannot_read_in_place_is_loaded_and_read_as_always(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mapping = pinned_hotel(tmp_path / "hotel")
-    snapshot = _Snapshot(_first_run(mapping))
-    bookings = mapping.parent / "data" / "bookings.csv"
+    mapping, snapshot, bookings = _synced_hotel(tmp_path / "hotel")
     # Mixed line endings: DuckDB's reader refuses the file, the loading path reads it.
     lines = bookings.read_bytes().split(b"\n")
     bookings.write_bytes(b"\r\n".join(lines[:5]) + b"\r\n" + b"\n".join(lines[5:]))
