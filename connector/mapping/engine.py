@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from connector.contract import Entity
 from connector.duckdb_memory import duckdb_config
-from connector.errors import MappingError, SourceError
+from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
 from connector.mapping.compiler import ROWS_TO_MAP, VALIDATED_BEFORE, Compiler, EntityQuery
@@ -304,7 +304,7 @@ class _InPlace:
         if not same:
             # The fingerprints, the rows to map and their documents came from different
             # reads of the file: kept, they could pair a record's rows with another version.
-            raise SourceError(
+            raise ExportIncompleteError(
                 f"{self.path.name} changed while this run was reading it: nothing of this "
                 "run was used; run again once the export is written",
                 source=self.name,

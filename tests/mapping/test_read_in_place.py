@@ -5,6 +5,7 @@ read is refused, and a file DuckDB cannot read in place is loaded and diagnosed 
 from __future__ import annotations
 
 import os
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -12,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 from connector.contract import Entity
-from connector.errors import SourceError
+from connector.errors import ExportIncompleteError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.mapping.fingerprints import FingerprintReader
-from connector.records import FINGERPRINT_COLUMNS, MappedRecords
+from connector.records import FINGERPRINT_COLUMNS, DateWindow, MappedRecords
 from connector.sources.csv_source import CsvSource
 from tests.samples import pinned_hotel
 
@@ -124,7 +125,9 @@ def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -
         bookings.write_text(text.replace("Smith", "Smyth", 1))
         return first(entity, fingerprint)
 
-    with pytest.raises(SourceError, match=r"bookings\.csv changed while this run was reading"):
+    with pytest.raises(
+        ExportIncompleteError, match=r"bookings\.csv changed while this run was reading"
+    ):
         map_records(load_mapping(mapping), fingerprints=rewrite_then_read)
 
 
@@ -167,3 +170,29 @@ def test_a_row_the_reader_refuses_midway_is_named_as_a_run_that_loads_it_names_i
         map_records(load_mapping(mapping), fingerprints=snapshot)
     assert str(in_place.value) == str(loading.value)
     assert "bookings.csv" in str(in_place.value)
+
+
+def test_a_windowed_run_read_in_place_knows_every_record_outside_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, snapshot, bookings = _synced_hotel(tmp_path / "hotel")
+    frame = pd.read_csv(bookings, dtype=str, keep_default_na=False)
+    frame.loc[:9, "guest_last_name"] = "Changed"  # some inside the window, some outside
+    frame.to_csv(bookings, index=False)
+    window = DateWindow(date(2025, 3, 1), date(2025, 9, 1))
+
+    loaded = _loads(monkeypatch)
+    in_place = map_records(load_mapping(mapping), window=window, fingerprints=snapshot)
+    assert "bookings" not in loaded
+    remapped = map_records(load_mapping(mapping), window=window)
+
+    ours, full = in_place[Entity.RESERVATION], remapped[Entity.RESERVATION]
+    assert len(full.present_elsewhere) > 0
+    key = ["account_id", "record_id"]
+    assert (
+        ours.present_elsewhere.sort_values(key)
+        .reset_index(drop=True)
+        .equals(full.present_elsewhere.sort_values(key).reset_index(drop=True))
+    )
+    assert set(ours.records["record_id"]) == set(full.records["record_id"])
+    assert 0 < len(ours.records) - ours.carried < len(ours.records)
