@@ -32,6 +32,7 @@ from connector.mapping.fast_validation import (
     SURE_TIMESTAMP_PATTERN,
     YEAR_PATTERN,
 )
+from connector.sources.base import sql_literal
 
 ValueKind = Literal["string", "integer", "number", "boolean", "string_list", "other"]
 """What a member's SQL value is written as in the document's JSON: a string, an integer, a
@@ -40,10 +41,6 @@ ValueKind = Literal["string", "integer", "number", "boolean", "string_list", "ot
 
 class Uncovered(Exception):
     """A contract rule with no SQL predicate here: the record goes to the Python validators."""
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def re2_pattern(pattern: str) -> str:
@@ -64,29 +61,31 @@ def re2_pattern(pattern: str) -> str:
 def _codes(values: frozenset[str]) -> str:
     if not all(value.isalnum() and value.isascii() for value in values):
         raise Uncovered("reference codes that are not plain letters and digits")
-    return _lit("|".join(sorted(values)))
+    return sql_literal("|".join(sorted(values)))
 
 
 def _leap_day(value: str) -> str:
     # 29 February of a leap year (the sure-date pattern leaves every 29 February out).
     year = f"TRY_CAST({value}[1:4] AS INTEGER)"
     return (
-        f"(regexp_full_match({value}, {_lit(YEAR_PATTERN + '-02-29')}) AND {year} % 4 = 0 "
+        f"(regexp_full_match({value}, {sql_literal(YEAR_PATTERN + '-02-29')}) AND {year} % 4 = 0 "
         f"AND ({year} % 100 <> 0 OR {year} % 400 = 0))"
     )
 
 
 # Each format validator of the contract and the SQL that accepts a subset of what it accepts.
 _FORMAT_CHECKS: dict[Callable[[str], str], Callable[[str], str]] = {
-    formats._check_date: lambda v: f"(regexp_full_match({v}, {_lit(SURE_DATE)}) OR {_leap_day(v)})",
+    formats._check_date: lambda v: (
+        f"(regexp_full_match({v}, {sql_literal(SURE_DATE)}) OR {_leap_day(v)})"
+    ),
     formats._check_timestamp: lambda v: (
-        f"regexp_full_match({v}, {_lit(re2_pattern(SURE_TIMESTAMP_PATTERN))})"
+        f"regexp_full_match({v}, {sql_literal(re2_pattern(SURE_TIMESTAMP_PATTERN))})"
     ),
     formats._check_hh_mm: lambda v: (
-        f"regexp_full_match({v}, {_lit(re2_pattern(formats.HH_MM_PATTERN))})"
+        f"regexp_full_match({v}, {sql_literal(re2_pattern(formats.HH_MM_PATTERN))})"
     ),
     formats._check_half_hour: lambda v: (
-        f"regexp_full_match({v}, {_lit(re2_pattern(formats.HALF_HOUR_PATTERN))})"
+        f"regexp_full_match({v}, {sql_literal(re2_pattern(formats.HALF_HOUR_PATTERN))})"
     ),
     # A regular expression of every code: RE2 matches it in one pass over the value.
     formats._check_country: lambda v: f"regexp_full_match({v}, {_codes(formats.iso_countries())})",
@@ -129,7 +128,7 @@ def value_check(node: Mapping[str, Any], value: str, kind: ValueKind) -> str:
         if "max_length" in node:
             checks.append(f"length({value}) <= {int(node['max_length'])}")
         if "pattern" in node:  # pydantic searches (it does not anchor)
-            checks.append(f"regexp_matches({value}, {_lit(re2_pattern(node['pattern']))})")
+            checks.append(f"regexp_matches({value}, {sql_literal(re2_pattern(node['pattern']))})")
         return " AND ".join(checks) or "true"
     if node_type == "int":
         _only(node, set(_BOUNDS))
@@ -154,7 +153,7 @@ def value_check(node: Mapping[str, Any], value: str, kind: ValueKind) -> str:
         texts = [item.value if isinstance(item, Enum) else item for item in listed]
         if not texts or not all(isinstance(text, str) for text in texts):
             raise Uncovered("an enumeration of other values than strings")
-        return f"{value} IN ({', '.join(_lit(text) for text in texts)})"
+        return f"{value} IN ({', '.join(sql_literal(text) for text in texts)})"
     if node_type == "list":
         _only(node, {"items_schema", "min_length", "max_length"})
         if kind != "string_list":

@@ -33,7 +33,6 @@ from connector.mapping.fingerprints import (
     mapped_fingerprints,
     read_stored,
     split_by_fingerprint,
-    stored_table,
 )
 from connector.mapping.model import Mapping
 from connector.mapping.scope_sql import lookup_text, table_name
@@ -41,6 +40,7 @@ from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
+from connector.sources.files import FileState
 
 ValidatedPayloads = pa.Table | Callable[[], pa.Table | None]
 """The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed:
@@ -289,16 +289,11 @@ class _InPlace:
 
     name: str
     path: Path
-    found: tuple[int, int, int]
-
-    @staticmethod
-    def identity(path: Path) -> tuple[int, int, int]:
-        status = path.stat()
-        return (status.st_ino, status.st_size, status.st_mtime_ns)
+    found: FileState
 
     def check_unchanged(self) -> None:
         try:
-            same = self.identity(self.path) == self.found
+            same = FileState.of(self.path) == self.found
         except OSError:
             same = False
         if not same:
@@ -311,28 +306,37 @@ class _InPlace:
             )
 
 
-def _read_in_place(
-    connection: duckdb.DuckDBPyConnection, prepared: PreparedMapping, since: dict[str, Any]
-) -> dict[str, _InPlace]:
-    """The inputs a fingerprinted run reads where they are instead of loading them.
+def _may_read_in_place(prepared: PreparedMapping, since: dict[str, Any]) -> set[str]:
+    """The inputs a fingerprinted run may read where they are instead of loading them: the
+    own input of fingerprinted entities only (a joined input is read whole by every query that
+    joins it, and its content is hashed into the mapping fingerprint).
 
     A run whose records are mostly carried over by fingerprint reads each row once, to hash
     it: loading the export first cost more than the rest of such a run (at 1M reservations,
-    3.5 s to write it to the engine's file, against 0.8 s to read it where it is). Only an
-    entity's own input of a fingerprinted entity is read so (a joined input is read whole
-    by every query that joins it).
+    3.5 s to write it to the engine's file, against 0.8 s to read it where it is).
     """
     joined = {name for query in prepared.queries.values() for name in query.joined_inputs}
     own = {query.input_name for query in prepared.queries.values() if query.fingerprintable}
+    return own - joined - set(since)
+
+
+def _read_in_place(
+    connection: duckdb.DuckDBPyConnection, prepared: PreparedMapping, names: Iterable[str]
+) -> dict[str, _InPlace]:
+    """Make each of ``names`` a view over its file; those DuckDB cannot read so (or whose
+    reader refuses the file on sight, say mixed line endings) are loaded instead."""
     chosen: dict[str, _InPlace] = {}
-    for name in sorted(own - joined - set(since)):
+    for name in sorted(names):
+        source, table = prepared.sources[name], table_name(name)
         try:
-            path = prepared.sources[name].scan_in_place(connection, table_name(name))
-        except duckdb.Error:  # refused on sight (say, mixed line endings): loaded instead
-            connection.execute(f"DROP VIEW IF EXISTS {quote_identifier(table_name(name))}")
-            continue
-        if path is not None:
-            chosen[name] = _InPlace(name, path, _InPlace.identity(path))
+            path = source.scan_in_place(connection, table)
+        except duckdb.Error:
+            connection.execute(f"DROP VIEW IF EXISTS {quote_identifier(table)}")
+            path = None
+        if path is None:
+            source.load_into(connection, table)
+        else:
+            chosen[name] = _InPlace(name, path, FileState.of(path))
     return chosen
 
 
@@ -357,7 +361,8 @@ def _run(
     ):
         sql_functions.install(connection)
         _create_lookups(connection, prepared.mapping)
-        in_place = _read_in_place(connection, prepared, since) if read_in_place else {}
+        may_read_in_place = _may_read_in_place(prepared, since) if read_in_place else set()
+        in_place: dict[str, _InPlace] = {}
 
         def failed(query: EntityQuery, error: duckdb.Error) -> Exception:
             if in_place:
@@ -365,30 +370,29 @@ def _run(
             return _failed_on_data(connection, prepared.mapping, query, error)
 
         for name, source in prepared.sources.items():
-            if name not in in_place:
+            if name not in may_read_in_place:
                 source.load_into(connection, table_name(name), since=since.get(name))
         # Stored fingerprints are read before the lock-down: a DuckDB snapshot is attached
         # read-only to this connection (one DuckDB instance, one memory limit), then detached.
+        # An entity's own input is not read for it, only its joined inputs.
         fingerprinted: dict[Entity, str] = {}
-        if fingerprints is not None:
-            for entity, query in prepared.queries.items():
-                if query.fingerprintable:
-                    try:
-                        fingerprinted[entity] = read_stored(
-                            connection, prepared.mapping, query, fingerprints
-                        )
-                    except duckdb.Error as error:
-                        raise failed(query, error) from None
+        mapped_whole: set[str] = set()  # inputs of entities whose every record is mapped
         for entity, query in prepared.queries.items():
-            name = query.input_name
-            if name in in_place and not (
-                entity in fingerprinted and _stored_any(connection, entity)
-            ):
-                # Every record of the entity is mapped: its input is loaded once rather than
-                # read again by each pass of the mapping query.
-                connection.execute(f"DROP VIEW {quote_identifier(table_name(name))}")
-                prepared.sources[name].load_into(connection, table_name(name))
-                del in_place[name]
+            if fingerprints is None or not query.fingerprintable:
+                mapped_whole.add(query.input_name)
+                continue
+            try:
+                fingerprinted[entity], stored = read_stored(
+                    connection, prepared.mapping, query, fingerprints
+                )
+            except duckdb.Error as error:
+                raise failed(query, error) from None
+            if not stored:
+                mapped_whole.add(query.input_name)
+        # Such an input is loaded once rather than read again by each pass of the mapping query.
+        for name in may_read_in_place & mapped_whole:
+            prepared.sources[name].load_into(connection, table_name(name))
+        in_place = _read_in_place(connection, prepared, may_read_in_place - mapped_whole)
         _lock_down(connection, [item.path for item in in_place.values()])
         known: str | None = None  # loaded when some record is mapped at all
         readers = Counter(query.input_name for query in prepared.queries.values())
@@ -452,11 +456,6 @@ def _narrow(
     connection.execute(
         f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS SELECT * FROM {quote_identifier(rows)}"
     )
-
-
-def _stored_any(connection: duckdb.DuckDBPyConnection, entity: Entity) -> bool:
-    """Whether the snapshot keeps any fingerprint of ``entity`` under this mapping."""
-    return bool(connection.execute(f"SELECT count(*) FROM {stored_table(entity)}").fetchone()[0])
 
 
 @dataclass

@@ -116,8 +116,9 @@ def read_stored(
     mapping: Mapping,
     query: EntityQuery,
     stored: FingerprintReader,
-) -> str:
-    """The entity's mapping fingerprint; its stored fingerprints registered as ``stored_table``.
+) -> tuple[str, int]:
+    """The entity's mapping fingerprint and how many records the snapshot keeps a fingerprint
+    of under it; those registered as ``stored_table``.
 
     Runs before the engine's connection is locked down (no user SQL runs here: the mapping
     fingerprint hashes the loaded inputs as they are), since attaching the snapshot needs
@@ -138,7 +139,7 @@ def read_stored(
             }
         )
     connection.register(stored_table(query.entity), known.select(list(FINGERPRINT_COLUMNS)))
-    return fingerprint
+    return fingerprint, known.num_rows
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from connector.mapping.expressions import (
 )
 from connector.mapping.model import _strip_optional
 from connector.secrets import is_sensitive
-from connector.sources.base import ROW_COLUMN, SOURCE_COLUMN, quote_identifier
+from connector.sources.base import ROW_COLUMN, SOURCE_COLUMN, quote_identifier, sql_literal
 
 if TYPE_CHECKING:
     from connector.mapping.compiler import Compiler
@@ -41,7 +41,7 @@ def lit(value: Any) -> str:
         return "NULL"
     if isinstance(value, bool):
         value = "true" if value else "false"
-    return "'" + str(value).replace("'", "''") + "'"
+    return sql_literal(str(value))
 
 
 REFERENCE_JOINS: dict[str, tuple[str, tuple[str, ...]]] = {

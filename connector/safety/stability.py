@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connector.errors import ConfigError, ExportIncompleteError
-from connector.sources.files import resolve_files
+from connector.sources.files import FileState, resolve_files
 
 SETTLE_VARIABLE = "PMS_SYNC_EXPORT_SETTLE_SECONDS"
 """Overrides every mapping's ``safety.export_settle_seconds`` (deployments, tests)."""
@@ -27,12 +27,6 @@ class ExportFile:
     input: str  # the mapping's input name
     path: Path
     is_csv: bool
-
-
-@dataclass(frozen=True)
-class _State:
-    size: int
-    mtime_ns: int
 
 
 def settle_seconds(configured: float, env: Mapping[str, str] | None = None) -> float:
@@ -111,15 +105,14 @@ def check_mapping_exports(mapping: object) -> None:
     )
 
 
-def _stat(file: ExportFile) -> _State:
+def _stat(file: ExportFile) -> FileState:
     try:
-        status = file.path.stat()
+        return FileState.of(file.path)
     except OSError as error:
         raise ExportIncompleteError(
             f"cannot read {file.path}: {error.strerror} (it may have been replaced mid-write)",
             source=file.input,
         ) from error
-    return _State(size=status.st_size, mtime_ns=status.st_mtime_ns)
 
 
 def _ends_with_newline(path: Path) -> bool:

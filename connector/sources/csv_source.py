@@ -163,15 +163,10 @@ class CsvSource(Source):
         """One file read straight into its table, the row number read off the table's rowid
         (file order) by a view: the rows are written once. None when DuckDB's reader refuses
         the file; the general path then reads or diagnoses it."""
-        names = ", ".join(quote_identifier(column) for column in columns)
-        options = self._duckdb_options(columns)
-        arguments = ", ".join(f"{key} := ${key}" for key in options)
         rows = quote_identifier(f"{table}__rows")
         try:
             connection.execute(
-                f"CREATE OR REPLACE TABLE {rows} AS SELECT {names}, "
-                f"CAST($label AS VARCHAR) AS {SOURCE_COLUMN} FROM read_csv($path, {arguments})",
-                {"path": str(path), "label": path.name, **options},
+                f"CREATE OR REPLACE TABLE {rows} AS {self._select_file(path, columns)}"
             )
         except duckdb.Error:
             connection.execute(f"DROP TABLE IF EXISTS {rows}")
@@ -187,20 +182,26 @@ class CsvSource(Source):
         # gives it (DuckDB keeps a single file's order through a window with an empty OVER).
         if len(self.files) != 1 or self.codec not in _DUCKDB_ENCODINGS:
             return None
-        path = self.files[0]
-        columns = self.columns()
-        names = ", ".join(quote_identifier(column) for column in columns)
+        path = self.files[0].resolve()
         # Buffers of two rows' worth, not DuckDB's sixteen (32 MiB each, several per thread in
         # flight): at 1M reservations a nightly run's peak is ≈ 0.08 GB lower, in the same time.
-        options = self._duckdb_options(columns) | {"buffer_size": 2 * self.max_line.bytes}
-        arguments = ", ".join(f"{key} := {sql_literal(value)}" for key, value in options.items())
+        select = self._select_file(path, self.columns(), buffer_size=2 * self.max_line.bytes)
         connection.execute(
-            f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS SELECT {names}, "
-            f"CAST({sql_literal(path.name)} AS VARCHAR) AS {SOURCE_COLUMN}, "
-            f"row_number() OVER () AS {ROW_COLUMN} "
-            f"FROM read_csv({sql_literal(str(path.resolve()))}, {arguments})"
+            f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS "
+            f"SELECT *, row_number() OVER () AS {ROW_COLUMN} FROM ({select})"
         )
-        return path.resolve()
+        return path
+
+    def _select_file(self, path: Path, columns: list[str], **options: Any) -> str:
+        """SELECT of the file's columns and its name as ``_src``, read by DuckDB with this
+        input's options (``options`` added), as literals: a view cannot take parameters."""
+        names = ", ".join(quote_identifier(column) for column in columns)
+        settings = self._duckdb_options(columns) | options
+        arguments = ", ".join(f"{key} := {sql_literal(value)}" for key, value in settings.items())
+        return (
+            f"SELECT {names}, CAST({sql_literal(path.name)} AS VARCHAR) AS {SOURCE_COLUMN} "
+            f"FROM read_csv({sql_literal(str(path))}, {arguments})"
+        )
 
     def _duckdb_options(self, columns: list[str]) -> dict[str, Any]:
         return {
@@ -219,27 +220,16 @@ class CsvSource(Source):
     def _load_with_duckdb(
         self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str], path: Path
     ) -> int:
-        names = ", ".join(quote_identifier(column) for column in columns)
-        options = self._duckdb_options(columns)
-        arguments = ", ".join(f"{key} := ${key}" for key in options)
         try:
-            # The staging table keeps file order in rowid, which becomes the row number.
-            connection.execute(
-                f"CREATE OR REPLACE TEMP TABLE _pms_sync_stage AS "
-                f"SELECT * FROM read_csv($path, {arguments})",
-                {"path": str(path), **options},
-            )
-            connection.execute(
-                f"INSERT INTO {quote_identifier(table)} "
-                f"SELECT {names}, $label AS {SOURCE_COLUMN}, rowid + 1 AS {ROW_COLUMN} "
-                f"FROM _pms_sync_stage",
-                {"label": path.name},
-            )
-            return connection.execute("SELECT count(*) FROM _pms_sync_stage").fetchone()[0]
+            # Read once, straight into the table: the row number is the row's position in the
+            # file (DuckDB keeps a single file's order through a window with an empty OVER).
+            ((inserted,),) = connection.execute(
+                f"INSERT INTO {quote_identifier(table)} SELECT *, row_number() OVER () "
+                f"FROM ({self._select_file(path, columns)})"
+            ).fetchall()
+            return int(inserted)
         except duckdb.Error as error:
             refused = error
-        finally:
-            connection.execute("DROP TABLE IF EXISTS _pms_sync_stage")
         return self._load_refused_by_duckdb(connection, table, columns, path, refused)
 
     def _load_refused_by_duckdb(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+from dataclasses import dataclass
 from pathlib import Path
 
 from connector.errors import SourceError
@@ -20,3 +21,19 @@ def resolve_files(pattern: str, base_dir: Path, input_name: str) -> list[Path]:
     if not full.is_file():
         raise SourceError(f"file not found: {full}", source=input_name)
     return [full]
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What tells a file rewritten or replaced apart from the one read before: its inode (a
+    new file renamed into place), size and modification time."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileState:
+        """Raises ``OSError`` when the file cannot be read (gone, replaced mid-write)."""
+        status = path.stat()
+        return cls(inode=status.st_ino, size=status.st_size, mtime_ns=status.st_mtime_ns)
