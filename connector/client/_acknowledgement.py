@@ -116,7 +116,7 @@ def read_answer(
         problem = _without_counts(entity, parsed, policy)
         if problem is not None:
             return AnswerReading(None, f"HTTP {status} with {problem}")
-    nothing = nothing_stored(entity, answer)
+    nothing = nothing_stored(counts)
     if nothing is not None:
         return AnswerReading(
             answer, f"HTTP {status} whose counts say nothing was stored ({nothing})"
@@ -134,10 +134,10 @@ def present_counts(entity: Entity, answer: SyncAnswer) -> dict[str, int]:
     return counts
 
 
-def nothing_stored(entity: Entity, answer: SyncAnswer) -> str | None:
-    """The counts (``savedProperties=0, skippedProperties=0``) when they say the record was
-    neither stored nor skipped, else None. An answer without counts says nothing either way."""
-    counts = present_counts(entity, answer)
+def nothing_stored(counts: dict[str, int]) -> str | None:
+    """The counts (``savedProperties=0, skippedProperties=0``: an answer's
+    :func:`present_counts`) when they say the record was neither stored nor skipped, else
+    None. An answer without counts says nothing either way."""
     if not counts or sum(counts.values()) != 0:
         return None
     return ", ".join(f"{member}={value}" for member, value in counts.items())

@@ -625,7 +625,7 @@ def delivery_order(
     policy = policy or UrgencyPolicy()
     if not len(changes):
         return changes.assign(urgency=pd.Series(dtype="object"))
-    frame = changes.copy()
+    frame = changes.copy(deep=False)  # copy-on-write: the sort below is the one copy
     is_unit = frame["entity"] == str(Entity.ACCOMMODATION)
     checkout = pd.to_datetime(frame["checkout"])
     checkin = pd.to_datetime(frame["checkin"])
@@ -652,7 +652,9 @@ def delivery_order(
 def _as_changes(entity: Entity, diff: pd.DataFrame) -> pd.DataFrame:
     if not len(diff):
         return _empty(CHANGE_COLUMNS[:-1])
-    frame = diff.copy()
+    # Shallow: copy-on-write copies only a column written below (a first run's documents are
+    # ≈ 0.8 GB at 1M reservations).
+    frame = diff.copy(deep=False)
     frame.insert(0, "entity", str(entity))
     frame["event"] = frame["action"].map(lambda action: str(_EVENT_OF_ACTION[action]))
     frame["status_after"] = frame["action"].map(lambda action: str(_STATUS_AFTER_ACTION[action]))

@@ -173,7 +173,8 @@ def resend_changes(
                 present_elsewhere=pd.concat(
                     [batch.quarantined_keys(), batch.present_elsewhere], ignore_index=True
                 ),
-                sending=sending[sending["entity"] == str(entity)],
+                # The keys only: a first run's plan holds every document.
+                sending=sending.loc[sending["entity"] == str(entity), ["account_id", "record_id"]],
                 scope_accounts=scope,
                 connection=connection,
                 today=today,

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+import numpy as np
 import orjson
 import pandas as pd
 
@@ -225,15 +226,15 @@ class PushResult:
 
 
 class _Change(NamedTuple):
-    entity: str
+    entity: Entity
     account_id: str
     record_id: str
     action: str
     reason: str
-    event: str
+    event: SyncEvent
     payload: str
     content_hash: str
-    status_after: str
+    status_after: RecordStatus
     checkin: date | None
     checkout: date | None
     urgency: str
@@ -244,13 +245,13 @@ class _Change(NamedTuple):
         """What the snapshot records once the service acknowledged this change."""
         return Acknowledgement(
             account_id=self.account_id,
-            entity=Entity(self.entity),
+            entity=self.entity,
             record_id=self.record_id,
             content_hash=self.content_hash,
             payload=self.payload,
             checkin=self.checkin,
             checkout=self.checkout,
-            status=RecordStatus(self.status_after),
+            status=self.status_after,
             acknowledged_at=at,
             request_id=request_id,
             connection=connection,
@@ -289,8 +290,7 @@ async def push_plan_async(
     if dry_run or not len(plan.changes):
         result.duration_s = time.monotonic() - started
         return result
-    changes = _changes_of(plan.changes)
-    progress = _Progress(len(changes), on_progress)
+    progress = _Progress(len(plan.changes), on_progress)
     gate = BudgetGate(options.budget)
     trouble = UnitTrouble.from_snapshot(snapshot)
     async with client:
@@ -300,16 +300,19 @@ async def push_plan_async(
         recorder = _Recorder(snapshot, options, plan.connection)
         try:
             for optional, entity in _PHASES:
-                phase = [
-                    change
-                    for change in changes
-                    if change.entity == entity and (change.reason in OPTIONAL_REASONS) == optional
-                ]
-                if entity == Entity.RESERVATION:
-                    phase = _hold_back(phase, trouble, result, progress)
-                await _push_phase(phase, client, recorder, result, progress, options, gate)
+                rows = _phase_rows(plan.changes, entity, optional)
                 if entity == Entity.ACCOMMODATION:
-                    _note_unit_answers(phase, result, trouble)
+                    # Whole: their answers decide which reservations are held back.
+                    units = list(_changes_at(plan.changes, rows))
+                    await _push_phase(
+                        units, len(rows), client, recorder, result, progress, options, gate
+                    )
+                    _note_unit_answers(units, result, trouble)
+                else:
+                    to_send = _hold_back(_changes_at(plan.changes, rows), trouble, result, progress)
+                    await _push_phase(
+                        to_send, len(rows), client, recorder, result, progress, options, gate
+                    )
         finally:
             # Waits until every answer is committed (nothing is in flight any more, so
             # blocking the loop here delays no request).
@@ -330,15 +333,48 @@ _PHASES: tuple[tuple[bool, Entity], ...] = (
 """(optional re-sends?, entity) in the order they are pushed."""
 
 
+_ENUM_COLUMNS: dict[str, type[StrEnum]] = {
+    "entity": Entity,
+    "event": SyncEvent,
+    "status_after": RecordStatus,
+}
+
+
+_CHANGES_AT_ONCE = 5_000
+"""Plan rows turned into Python objects at a time: a first run's plan holds every document,
+and a list of them all as Python strings would double what the plan's Arrow columns hold."""
+
+
+def _phase_rows(frame: pd.DataFrame, entity: Entity, optional: bool) -> np.ndarray:
+    """Positions of the plan rows one phase pushes, in the plan's (delivery) order."""
+    resend = frame["reason"].isin(OPTIONAL_REASONS).to_numpy(dtype=bool)
+    return np.flatnonzero((frame["entity"] == entity).to_numpy(dtype=bool) & (resend == optional))
+
+
+def _changes_at(frame: pd.DataFrame, rows: np.ndarray) -> Iterator[_Change]:
+    """The changes of the plan rows at ``rows``, made a slice at a time as they are taken."""
+    for start in range(0, len(rows), _CHANGES_AT_ONCE):
+        yield from _changes_of(frame.iloc[rows[start : start + _CHANGES_AT_ONCE]])
+
+
 def _changes_of(frame: pd.DataFrame) -> list[_Change]:
-    """The plan's rows as changes, their dates converted once for the whole plan."""
+    """The rows as changes, each column's dates and enums converted at once for all of them."""
     # Whole columns to lists, then zipped: iterating rows of Arrow-backed columns one value
     # at a time costs more than the conversion.
-    columns = [
-        _days(frame[name]) if name in ("checkin", "checkout") else frame[name].tolist()
-        for name in _Change._fields
-    ]
+    columns = [_column(frame[name], name) for name in _Change._fields]
     return [_Change(*row) for row in zip(*columns, strict=True)]
+
+
+def _column(column: pd.Series, name: str) -> list[Any]:
+    if name in ("checkin", "checkout"):
+        return _days(column)
+    values = column.tolist()
+    kind = _ENUM_COLUMNS.get(name)
+    if kind is None:
+        return values
+    # A few distinct values, each converted once rather than once per request of the push.
+    members = {value: kind(value) for value in set(values)}
+    return [members[value] for value in values]
 
 
 def _days(column: pd.Series) -> list[date | None]:
@@ -364,15 +400,14 @@ def _note_unit_answers(units: list[_Change], result: PushResult, trouble: UnitTr
 
 
 def _hold_back(
-    phase: list[_Change], trouble: UnitTrouble, result: PushResult, progress: _Progress
-) -> list[_Change]:
-    """The reservations to send; those whose unit is not at the service are held (docs:
-    connector/push/_holdback.py) and never sent to fail."""
-    send: list[_Change] = []
+    phase: Iterable[_Change], trouble: UnitTrouble, result: PushResult, progress: _Progress
+) -> Iterator[_Change]:
+    """The reservations to send, as they are taken; those whose unit is not at the service
+    are held (docs: connector/push/_holdback.py) and never sent to fail."""
     for change in phase:
         found = trouble.reason_for(change.account_id, change.payload)
         if found is None:
-            send.append(change)
+            yield change
             continue
         result.held_back.append(
             held_record(change.entity, change.account_id, change.record_id, change.action, found)
@@ -380,7 +415,6 @@ def _hold_back(
         result.tally(change.entity, change.account_id)["held"] += 1
         result.checkin_tally(change)["held"] += 1
         progress.advance()
-    return send
 
 
 def _limiter_report(client: ServiceClient, result: PushResult) -> None:
@@ -393,7 +427,8 @@ def _limiter_report(client: ServiceClient, result: PushResult) -> None:
 
 
 async def _push_phase(
-    phase: list[_Change],
+    phase: Iterable[_Change],
+    count: int,
     client: ServiceClient,
     recorder: _Recorder,
     result: PushResult,
@@ -401,19 +436,16 @@ async def _push_phase(
     options: PushOptions,
     gate: BudgetGate,
 ) -> None:
-    queue: asyncio.Queue[_Change] = asyncio.Queue()
-    for change in phase:
-        queue.put_nowait(change)
+    """Send ``phase`` (at most ``count`` changes) with ``options.concurrency`` workers."""
+    # One iterator for all the workers: each takes the next change when it is free, and the
+    # changes are made from the plan only as they are taken.
+    changes = iter(phase)
     # An account's first request goes alone: a refused token then costs one request, not
     # one per worker, and the account's other changes wait to see whether to stay pending.
     first_answer: dict[str, asyncio.Event] = {}
 
     async def worker() -> None:
-        while True:
-            try:
-                change = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        for change in changes:
             if not gate.take():
                 # Out of budget: left unsent, so the next run plans it again (urgency order);
                 # a refresh or reconciliation re-send is dropped, not owed.
@@ -436,7 +468,7 @@ async def _push_phase(
                 await _send(change, client, recorder, result)
             progress.advance()
 
-    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(phase)) or 1)))
+    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, count) or 1)))
 
 
 async def _send(
@@ -446,7 +478,7 @@ async def _send(
         _settle(result, change, Outcome.PENDING)
         return
     attempts = await client.send_record(
-        Entity(change.entity), change.account_id, SyncEvent(change.event), change.payload
+        change.entity, change.account_id, change.event, change.payload
     )
     _record(change, attempts, recorder, result)
 
@@ -472,7 +504,7 @@ def _record(
         recorder.refuse(
             Refusal(
                 account_id=change.account_id,
-                entity=Entity(change.entity),
+                entity=change.entity,
                 record_id=change.record_id,
                 content_hash=change.content_hash,
                 http_status=attempts.status or 0,
@@ -490,7 +522,7 @@ def _record(
             recorder.possibly_stored(
                 PossiblyStored(
                     account_id=change.account_id,
-                    entity=Entity(change.entity),
+                    entity=change.entity,
                     record_id=change.record_id,
                     content_hash=change.content_hash,
                     request_id=attempts.request_id,
@@ -592,7 +624,7 @@ def _note_drift(
         recorder.drift(
             DriftEvent(
                 account_id=change.account_id,
-                entity=Entity(change.entity),
+                entity=change.entity,
                 record_id=change.record_id,
                 kind=str(finding.kind) if finding is not None else None,
                 detail=finding.detail if finding is not None else "",
@@ -649,7 +681,7 @@ def answer_contradictions(
         return []
     counts = present_counts(Entity(entity), answer)
     found: list[Contradiction] = []
-    nothing = nothing_stored(Entity(entity), answer)
+    nothing = nothing_stored(counts)
     total = sum(counts.values())
     if nothing is not None:
         what = (
