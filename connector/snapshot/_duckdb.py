@@ -747,9 +747,11 @@ def _with_payloads(changes: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
         chosen = np.zeros(len(documents), dtype=bool)
         chosen[rows] = True
         documents = documents.filter(pa.array(chosen))
-    last = _arrow_text(retired.get("payload", pd.Series(None, index=retired.index, dtype=object)))
-    payloads = pa.chunked_array([*documents.chunks, *last.chunks], type=pa.large_string())
+    chunks = documents.chunks
+    if len(retired):
+        chunks += _arrow_text(retired["payload"]).chunks
     rows_in_order = pd.concat([sent, retired], ignore_index=True)
+    payloads = pa.chunked_array(chunks, type=pa.large_string())
     text = pd.array(payloads, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
     return rows_in_order.assign(payload=text).loc[:, list(_DIFF_COLUMNS)]
 
