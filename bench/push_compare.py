@@ -1,6 +1,7 @@
 """The push scenario, before and after a change, interleaved against one sandbox process.
 
-``python -m bench.push_compare --before TREE [--after TREE] [--size 10000] [--rounds 3]``
+``python -m bench.push_compare --before TREE [--after TREE] [--size 10000] [--rounds 3]
+[--without-raw]``
 
 Each round runs, in an order that rotates from round to round, the raw aiohttp generator,
 pms-sync's first run from the ``--before`` tree and pms-sync's first run from the ``--after``
@@ -11,7 +12,10 @@ requests (``/proc/PID/stat`` of the sandbox process around the run: the same ser
 every side shows the sandbox is a shared bound), the client's CPU seconds per 1,000 requests
 (every thread of the client process during the push, or the raw generator's posting) and the ratio of each tree to the same
 round's raw run; then the medians. The raw stage runs from the ``--before`` tree, so a change
-here cannot alter what the raw side sends.
+here cannot alter what the raw side sends. Each pms-sync run also prints its whole time (map,
+plan, push, record) and its peak RSS: with ``--without-raw`` (no ratios) it measures a first
+run end to end, pushed for real, at sizes where the raw side would only add time
+(``--size 1000000 --rounds 1``).
 """
 
 from __future__ import annotations
@@ -101,11 +105,16 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT, help="default: this tree")
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--without-raw", action="store_true", help="pms-sync's two trees only, no ratios"
+    )
     arguments = parser.parse_args()
     from connector.sandbox.testing import sandbox_process
 
     dataset = prepare(arguments.size)
     trees = {"raw": arguments.before, "before": arguments.before, "after": arguments.after}
+    if arguments.without_raw:
+        del trees["raw"]
     rates: dict[str, list[float]] = {name: [] for name in trees}
     ratios: dict[str, list[float]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="pms-push-compare-") as tmp:
@@ -115,7 +124,7 @@ def main() -> None:
             order = list(trees)
             for round_ in range(arguments.rounds):
                 found: dict[str, float] = {}
-                for name in order[round_ % 3 :] + order[: round_ % 3]:
+                for name in order[round_ % len(order) :] + order[: round_ % len(order)]:
                     sandbox.reset()
                     cpu = _cpu_seconds(pid)
                     if name == "raw":
@@ -145,9 +154,17 @@ def main() -> None:
                         f"(sandbox counted {requests:,}), {rate:,.0f} req/s, sandbox CPU "
                         f"{1000 * sandbox_cpu / max(requests, 1):.3f} s per 1,000 requests, "
                         f"client CPU {1000 * result['cpu_seconds'] / result['requests']:.3f} s "
-                        "per 1,000 requests",
+                        "per 1,000 requests"
+                        + (
+                            ""
+                            if name == "raw"
+                            else f", whole run {result['seconds']:.1f} s, "
+                            f"peak RSS {result['peak_rss_mb']:,.0f} MB"
+                        ),
                         flush=True,
                     )
+                if "raw" not in found:
+                    continue
                 for name in ratios:
                     ratios[name].append(found[name] / found["raw"])
                 print(
@@ -155,6 +172,12 @@ def main() -> None:
                     f"after {ratios['after'][-1]:.0%} of raw",
                     flush=True,
                 )
+    if not ratios["before"]:
+        print(
+            "median req/s: "
+            + ", ".join(f"{n} {statistics.median(v):,.0f}" for n, v in rates.items())
+        )
+        return
     print(
         "median req/s: "
         + ", ".join(f"{name} {statistics.median(values):,.0f}" for name, values in rates.items())
