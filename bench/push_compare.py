@@ -90,8 +90,9 @@ def _stage(tree: Path, name: str, **arguments: Any) -> dict[str, Any]:
     )
     if completed.returncode != 0:
         raise RuntimeError(f"stage {name} in {tree} failed:\n{completed.stderr[-4000:]}")
-    # The figures are the last JSON object printed (a stage's library may print before it).
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
+    # The figures are the last JSON object printed (a stage's library may print before it,
+    # DuckDB's progress bar even on the same line).
+    lines = [line[line.index("{") :] for line in completed.stdout.splitlines() if "{" in line]
     if not lines:
         raise RuntimeError(
             f"stage {name} in {tree} printed no figures:\n{completed.stdout[-2000:]}"

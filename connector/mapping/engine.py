@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
-from connector.duckdb_memory import duckdb_config
+from connector.duckdb_memory import open_duckdb
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
@@ -354,9 +354,8 @@ def _run(
     # folder (0700, removed with the run), not into the working directory.
     with (
         tempfile.TemporaryDirectory(prefix="pms-sync-duckdb-") as spill,
-        duckdb.connect(
-            engine_database(prepared.sources, Path(spill)),
-            config=duckdb_config(temp_directory=spill),
+        open_duckdb(
+            engine_database(prepared.sources, Path(spill)), temp_directory=spill
         ) as connection,
     ):
         sql_functions.install(connection)

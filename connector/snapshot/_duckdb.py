@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
-from connector.duckdb_memory import duckdb_config
+from connector.duckdb_memory import open_duckdb
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
@@ -892,11 +892,11 @@ def _connect(
     while True:
         try:
             if read_only or file.exists():
-                return duckdb.connect(str(file), read_only=read_only, config=duckdb_config())
+                return open_duckdb(str(file), read_only=read_only)
             # A new file is created 0600 from its first byte: DuckDB takes the umask's mode.
             previous = os.umask(0o077)
             try:
-                return duckdb.connect(str(file), config=duckdb_config())
+                return open_duckdb(str(file))
             finally:
                 os.umask(previous)
         except duckdb.IOException as error:
@@ -931,7 +931,7 @@ def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
     caller migrates. No file: an empty in-memory database.
     """
     if not file.exists():
-        memory = duckdb.connect(":memory:", config=duckdb_config())
+        memory = open_duckdb(":memory:")
         _migrate(memory, file)
         return memory
     connection = _connect(file, lock_timeout, read_only=True)
@@ -948,7 +948,7 @@ def _connect_read_only(file: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
     if seen >= {step.version for step in MIGRATIONS}:
         return connection
     connection.close()
-    memory = duckdb.connect(":memory:", config=duckdb_config())
+    memory = open_duckdb(":memory:")
     try:
         memory.execute("ATTACH ? AS on_disk (READ_ONLY)", [str(file)])
         memory.execute("COPY FROM DATABASE on_disk TO memory")
@@ -979,7 +979,7 @@ def validated_payloads(path: str | Path) -> pa.Table | None:
     if not file.exists():
         return None
     try:
-        with duckdb.connect(str(file), read_only=True, config=duckdb_config()) as connection:
+        with open_duckdb(str(file), read_only=True) as connection:
             (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
             if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
-from connector.duckdb_memory import duckdb_config
+from connector.duckdb_memory import open_duckdb
 from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
@@ -154,7 +154,7 @@ class _FileReader:
         if self._file is None or not self._file.exists():
             return None
         try:
-            with duckdb.connect(str(self._file), read_only=True, config=duckdb_config()) as db:
+            with open_duckdb(str(self._file), read_only=True) as db:
                 versions = {
                     v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
                 }

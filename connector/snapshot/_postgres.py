@@ -30,7 +30,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.pool import NullPool
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, Entity
-from connector.duckdb_memory import duckdb_config
+from connector.duckdb_memory import open_duckdb
 from connector.errors import SnapshotError
 from connector.records import FINGERPRINT_COLUMNS
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord, discovered_of
@@ -851,7 +851,7 @@ class PostgresSnapshot(PortableReads):
     def _scratch(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory DuckDB with the snapshot's schema, for one decision (under the run's
         one DuckDB memory limit)."""
-        memory = duckdb.connect(":memory:", config=duckdb_config())
+        memory = open_duckdb(":memory:")
         try:
             migrate(memory)
             yield memory

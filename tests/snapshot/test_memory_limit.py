@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from connector.duckdb_memory import MEMORY_LIMIT_VARIABLE, memory_limit
+from connector.duckdb_memory import MEMORY_LIMIT_VARIABLE, memory_limit, open_duckdb
 from connector.errors import ConfigError
 from connector.snapshot import Snapshot
 
@@ -39,3 +39,15 @@ def test_a_limit_that_is_no_size_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "a lot")
     with pytest.raises(ConfigError, match=MEMORY_LIMIT_VARIABLE):
         memory_limit()
+
+
+def test_the_runs_connections_draw_no_progress_bar(tmp_path: Path) -> None:
+    # DuckDB's Python client draws one on stdout (even into a pipe) for a query that runs
+    # longer than two seconds: it would land in front of `pms-sync plan --json`.
+    # (DuckDB's default depends on how the process was started: on when standard output is a pipe, as in `python -c … | cat`.)
+    shown = "SELECT current_setting('enable_progress_bar')"
+    with open_duckdb(":memory:") as connection:
+        assert connection.execute(shown).fetchall() == [(False,)]
+    with Snapshot.open(tmp_path / "snapshot.duckdb") as snapshot:
+        # The snapshot's queries run on cursors of its connection.
+        assert snapshot._query(shown).iloc[0, 0] == False  # noqa: E712 (numpy's bool)
