@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from duckdb import DuckDBPyConnection
+import duckdb
 
 MEMORY_LIMIT_VARIABLE = "PMS_SYNC_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -38,22 +36,18 @@ def memory_limit() -> str:
     return value
 
 
-def duckdb_config(**settings: str) -> dict[str, str]:
-    """The configuration of a DuckDB connection of the run: its one memory limit, and
-    ``settings`` (e.g. ``temp_directory``)."""
-    return {"memory_limit": memory_limit(), **settings}
-
-
-def open_duckdb(database: str, *, read_only: bool = False, **settings: str) -> DuckDBPyConnection:
-    """A DuckDB connection of the run (:func:`duckdb_config`), without a progress bar.
+def open_duckdb(
+    database: str, *, read_only: bool = False, **settings: str
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection of the run: its one memory limit, ``settings`` (e.g.
+    ``temp_directory``), and no progress bar.
 
     DuckDB's Python client draws a progress bar on standard output for any query that runs
     longer than two seconds, even when standard output is a pipe, where it lands in front of
     a command's ``--json`` document. The setting is the connection's own (DuckDB refuses it
     as a global option); its cursors inherit it.
     """
-    import duckdb
-
-    connection = duckdb.connect(database, read_only=read_only, config=duckdb_config(**settings))
+    config = {"memory_limit": memory_limit(), **settings}
+    connection = duckdb.connect(database, read_only=read_only, config=config)
     connection.execute("SET enable_progress_bar = false")
     return connection
