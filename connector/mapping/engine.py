@@ -420,10 +420,11 @@ def _run(
                 if window is not None and entity == Entity.RESERVATION:
                     elsewhere = _keys_outside(connection, query, window)
                 if split is None or not split.nothing_to_map:
+                    # An input read in place that no other entity reads: only its rows to map.
                     if (
                         split is not None
+                        and query.input_name in in_place
                         and readers[query.input_name] == 1
-                        and (query.input_name in in_place)
                     ):
                         _narrow(connection, query, split)
                     _validate_batches(connection, sql, parameters, validator)

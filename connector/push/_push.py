@@ -299,20 +299,17 @@ async def push_plan_async(
         # DuckDB connection is not safe to share between threads): nothing below reads it.
         recorder = _Recorder(snapshot, options, plan.connection)
         try:
-            for optional, entity in _PHASES:
-                rows = _phase_rows(plan.changes, entity, optional)
+            for entity, rows in _phase_rows(plan.changes):
+                phase: Iterable[_Change] = _changes_at(plan.changes, rows)
                 if entity == Entity.ACCOMMODATION:
-                    # Whole: their answers decide which reservations are held back.
-                    units = list(_changes_at(plan.changes, rows))
-                    await _push_phase(
-                        units, len(rows), client, recorder, result, progress, options, gate
-                    )
-                    _note_unit_answers(units, result, trouble)
+                    phase = list(phase)  # whole: its answers decide which reservations are held
                 else:
-                    to_send = _hold_back(_changes_at(plan.changes, rows), trouble, result, progress)
-                    await _push_phase(
-                        to_send, len(rows), client, recorder, result, progress, options, gate
-                    )
+                    phase = _hold_back(phase, trouble, result, progress)
+                await _push_phase(
+                    phase, len(rows), client, recorder, result, progress, options, gate
+                )
+                if entity == Entity.ACCOMMODATION:
+                    _note_unit_answers(phase, result, trouble)
         finally:
             # Waits until every answer is committed (nothing is in flight any more, so
             # blocking the loop here delays no request).
@@ -345,10 +342,14 @@ _CHANGES_AT_ONCE = 5_000
 and a list of them all as Python strings would double what the plan's Arrow columns hold."""
 
 
-def _phase_rows(frame: pd.DataFrame, entity: Entity, optional: bool) -> np.ndarray:
-    """Positions of the plan rows one phase pushes, in the plan's (delivery) order."""
+def _phase_rows(frame: pd.DataFrame) -> list[tuple[Entity, np.ndarray]]:
+    """Each phase's entity and the positions of its plan rows, in the plan's (delivery) order."""
     resend = frame["reason"].isin(OPTIONAL_REASONS).to_numpy(dtype=bool)
-    return np.flatnonzero((frame["entity"] == entity).to_numpy(dtype=bool) & (resend == optional))
+    entities = frame["entity"].to_numpy(dtype=object)
+    return [
+        (entity, np.flatnonzero((entities == entity) & (resend == optional)))
+        for optional, entity in _PHASES
+    ]
 
 
 def _changes_at(frame: pd.DataFrame, rows: np.ndarray) -> Iterator[_Change]:
