@@ -31,7 +31,7 @@ def main() -> None:
             SyncEvent.UPDATE,
             canonical_json(_UNIT),
             "demo-token",
-            (TokenPlacement.WISHBOX_HEADER,),
+            frozenset({TokenPlacement.WISHBOX_HEADER}),
         )
         bodies = [(SYNC_PATHS[Entity.ACCOMMODATION], body)] * N
         client, raw = [], []

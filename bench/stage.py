@@ -111,7 +111,7 @@ def stage_raw(mapping: str, base_url: str, limit: int | None = None) -> dict[str
                 SyncEvent.CREATE,
                 payload,
                 "demo-token",
-                (TokenPlacement.WISHBOX_HEADER,),
+                frozenset({TokenPlacement.WISHBOX_HEADER}),
             ),
         )
         for entity, batch in batches.items()

@@ -17,6 +17,7 @@ environment variable, else from the default:
 | read timeout, seconds | PMS_SYNC_TIMEOUT | 30 |
 | token placement (comma list of x-wishbox-auth-token, bearer, apiToken) | PMS_SYNC_TOKEN_PLACEMENT | x-wishbox-auth-token,bearer |
 | HTTP transport (aiohttp, httpx) | PMS_SYNC_TRANSPORT | aiohttp |
+| event loop of the push (uvloop, asyncio) | PMS_SYNC_EVENT_LOOP | uvloop where installed (not on Windows), else asyncio |
 | base URLs whose TLS certificate is not verified (comma list) | PMS_SYNC_INSECURE_TLS_FOR | none |
 | which 2xx bodies acknowledge a record (counts, documented) | PMS_SYNC_ACKNOWLEDGEMENT | counts |
 | Open API client id (account discovery, tokens, properties) | PMS_SYNC_CLIENT_ID | none |
@@ -48,10 +49,12 @@ from connector.client import (
     AcknowledgementPolicy,
     ClientConfig,
     ClientCredentials,
+    EventLoop,
     RetryPolicy,
     TokenPlacement,
     Transport,
     Window,
+    default_event_loop,
     effective_windows,
     parse_windows,
 )
@@ -123,6 +126,7 @@ def load_settings(
             base_url=service_url,
             token_placement=_placement(env.get("PMS_SYNC_TOKEN_PLACEMENT")),
             transport=Transport(transport or env.get("PMS_SYNC_TRANSPORT") or Transport.AIOHTTP),
+            event_loop=_event_loop(env.get("PMS_SYNC_EVENT_LOOP")),
             concurrency=concurrency,
             rate_limit=rate_limit or _float(env, "PMS_SYNC_RATE_LIMIT", None),
             rate_windows=_windows(rate_limits or env.get("PMS_SYNC_RATE_LIMITS")),
@@ -326,6 +330,23 @@ def _insecure_tls_hosts(env: Mapping[str, str]) -> frozenset[str]:
                 f"got {redact_url(url)!r}"
             )
     return urls
+
+
+def _event_loop(value: str | None) -> EventLoop:
+    raw = (value or "").strip().lower()
+    if not raw:
+        return default_event_loop()
+    try:
+        chosen = EventLoop(raw)
+    except ValueError:
+        choices = ", ".join(loop.value for loop in EventLoop)
+        raise ConfigError(f"PMS_SYNC_EVENT_LOOP must be one of {choices}, got {raw!r}") from None
+    if chosen == EventLoop.UVLOOP and default_event_loop() != EventLoop.UVLOOP:
+        raise ConfigError(
+            "PMS_SYNC_EVENT_LOOP=uvloop, but uvloop is not installed (it is not available on "
+            "Windows): install it or set PMS_SYNC_EVENT_LOOP=asyncio"
+        )
+    return chosen
 
 
 def _acknowledgement(env: Mapping[str, str]) -> AcknowledgementPolicy:

@@ -21,6 +21,7 @@ from connector.client._config import (
     normalize_base_url,
     parse_retry_after,
 )
+from connector.client._event_loop import EventLoop, default_event_loop, run_on
 from connector.client._limiter import (
     DOCUMENTED_WINDOWS,
     RateLimiter,
@@ -56,6 +57,7 @@ __all__ = [
     "ClientConfig",
     "ClientCredentials",
     "Delivery",
+    "EventLoop",
     "OpenApiClient",
     "RateLimiter",
     "RetryPolicy",
@@ -71,6 +73,7 @@ __all__ = [
     "Unlimited",
     "Window",
     "WindowLimiter",
+    "default_event_loop",
     "effective_windows",
     "ensure_reachable",
     "estimate_seconds",
@@ -84,5 +87,6 @@ __all__ = [
     "parse_windows",
     "present_counts",
     "read_answer",
+    "run_on",
     "save_shared_state",
 ]

@@ -14,8 +14,7 @@ one place (connector/contract/_sync.py); the functions here only name what was w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import ConfigDict, ValidationError
@@ -41,6 +40,13 @@ _DOCUMENTED_TYPES = {
     "reservationIds": "an array of strings",
     **{member: "an integer" for members in COUNT_MEMBERS.values() for member in members},
 }
+_NOT_THE_OBJECT = {
+    entity: f"not the JSON object of spec {s}" for entity, s in SPEC_SECTIONS.items()
+}
+# Members whose presence makes an object with a "message" an answer rather than an error.
+_DOCUMENTED_MEMBERS = {
+    entity: (*counts, "summary", "reservationIds") for entity, counts in COUNT_MEMBERS.items()
+}
 _ERROR_MEMBERS = ("error", "errors")
 _QUOTED = 200  # characters of a service's error text quoted in a message
 
@@ -60,13 +66,16 @@ _STRICT_MODELS: dict[Entity, type[_StrictAccommodationAnswer] | type[_StrictRese
 }
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerReading:
-    """What a 2xx body says: the documented answer (when it is one) and why it does not
-    acknowledge the record (None when it does)."""
+class AnswerReading(NamedTuple):
+    """What a 2xx body says: the documented answer (when it is one), why it does not
+    acknowledge the record (None when it does), and the answer's :func:`present_counts`.
+
+    A tuple: one is made per request of a push.
+    """
 
     answer: SyncAnswer | None
     problem: str | None
+    counts: dict[str, int] = {}  # shared when empty: never mutated
 
     @property
     def acknowledged(self) -> bool:
@@ -86,7 +95,7 @@ def read_answer(
     more of the body than an error member's text (the caller masks secrets in it).
     """
     section = SPEC_SECTIONS[entity]
-    expected = f"not the JSON object of spec {section}"
+    expected = _NOT_THE_OBJECT[entity]
     if not body.strip():
         return AnswerReading(None, f"HTTP {status} with an empty body, {expected}")
     try:
@@ -108,9 +117,10 @@ def read_answer(
         answer: SyncAnswer = validate_json_body(_STRICT_MODELS[entity], body, parsed)
     except ValidationError as error:
         return AnswerReading(None, f"HTTP {status} {_type_problems(error, parsed, section)}")
-    counts = present_counts(entity, answer)
-    negative = ", ".join(f"{m}={v}" for m, v in counts.items() if v < 0)
-    if negative:
+    # The validated answer holds the same integers as the parsed body (strict mode).
+    counts = {m: v for m in COUNT_MEMBERS[entity] if (v := parsed.get(m)) is not None}
+    if any(value < 0 for value in counts.values()):
+        negative = ", ".join(f"{m}={v}" for m, v in counts.items() if v < 0)
         return AnswerReading(None, f"HTTP {status} with a negative count ({negative}), {expected}")
     if not counts:
         problem = _without_counts(entity, parsed, policy)
@@ -119,9 +129,9 @@ def read_answer(
     nothing = nothing_stored(counts)
     if nothing is not None:
         return AnswerReading(
-            answer, f"HTTP {status} whose counts say nothing was stored ({nothing})"
+            answer, f"HTTP {status} whose counts say nothing was stored ({nothing})", counts
         )
-    return AnswerReading(answer, None)
+    return AnswerReading(answer, None, counts)
 
 
 def present_counts(entity: Entity, answer: SyncAnswer) -> dict[str, int]:
@@ -192,9 +202,10 @@ def _error_shape(entity: Entity, parsed: dict[str, Any]) -> str | None:
         value = parsed.get(member)
         if value not in (None, False, "", [], {}):
             return f"an error object ({member}: {_quote(value)})"
-    documented = (*COUNT_MEMBERS[entity], "summary", "reservationIds")
     message = parsed.get("message")
-    if message is not None and not any(parsed.get(m) is not None for m in documented):
+    if message is not None and not any(
+        parsed.get(m) is not None for m in _DOCUMENTED_MEMBERS[entity]
+    ):
         return f"an error object (message: {_quote(message)} and no documented member)"
     return None
 

@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+from connector.client._event_loop import EventLoop, default_event_loop
 from connector.client._limiter import DOCUMENTED_WINDOWS, Window
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
@@ -70,6 +71,7 @@ class ClientConfig:
         default_factory=lambda: frozenset({TokenPlacement.WISHBOX_HEADER, TokenPlacement.BEARER})
     )
     transport: Transport = Transport.AIOHTTP
+    event_loop: EventLoop = field(default_factory=default_event_loop)  # the push's
     concurrency: int = 16  # requests in flight at once (and pooled connections)
     rate_limit: float | None = None  # a plain requests-per-second bucket instead of windows
     # Per-token windows (second, minute, hour). None: the documented limits of the real

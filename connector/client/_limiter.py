@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 LIMIT_HEADER = "x-ratelimit-limit-"
 REMAINING_HEADER = "x-ratelimit-remaining-"
+_REMAINING_LENGTH = len(REMAINING_HEADER)
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,12 @@ class WindowLimiter:
         return bool(self.windows)
 
     async def acquire(self) -> _Ticket:
+        if not self.windows and not self._lock.locked() and self._paused_until <= self._clock():
+            # No window, nobody queued and no 429 pause: what the loop below decides at once,
+            # without the lock (taken once per request, thousands a second on loopback).
+            self._seq += 1
+            self.sent += 1
+            return _Ticket(self._seq)
         # The lock makes waiters queue in order: requests leave in plan (urgency) order.
         async with self._lock:
             while True:
@@ -258,6 +265,9 @@ class WindowLimiter:
         # The answer tells the room left when *this* request was counted: our requests sent
         # after it are not in that figure yet.
         upto = ticket.seq if isinstance(ticket, _Ticket) else self._seq
+        # Most answers (an unlimited service) carry none: the names are only looked at once.
+        if not any(key[:_REMAINING_LENGTH].lower() == REMAINING_HEADER for key in headers):
+            return
         lowered = {key.lower(): value for key, value in headers.items()}
         for key, value in lowered.items():
             if not key.startswith(REMAINING_HEADER):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable
 from enum import StrEnum
@@ -111,18 +110,13 @@ def _first_repeated_member(value: Any, loc: tuple[str | int, ...]) -> tuple[str 
     return None
 
 
-# Every string of a JSON text without escapes, in order, with the colon that makes it a member
-# name: each match consumes both quotes, so the matches stay aligned on the string tokens.
-_STRING_TOKEN = re.compile(rb'"[^"]*"\s*(:)?')
-
-
 def _members_cannot_repeat(body: bytes | str, parsed: Any) -> bool:
     """True when no object of ``body`` names a member twice; False when one may.
 
     ``parsed`` is the body as read by a parser that keeps one of repeated members (orjson).
     With no escape in the text, every string is written between two plain quotes, so the
     member names written can be counted; a name written twice in an object leaves more of
-    them than members parsed. About 5 µs for a sync answer here, against 18 µs for the full
+    them than members parsed. About 2 µs for a sync answer here, against 18 µs for the full
     check.
     """
     text = body.encode() if isinstance(body, str) else body
@@ -137,8 +131,13 @@ def _members_cannot_repeat(body: bytes | str, parsed: Any) -> bool:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
-    colons = _STRING_TOKEN.findall(text)  # b":" after a member name, b"" after a value
-    return len(colons) - colons.count(b"") == members
+    # Without escapes every quote opens or closes a string: the text after each closing
+    # quote starts (past whitespace) with a colon exactly when that string is a member name.
+    names = 0
+    for after in text.split(b'"')[2::2]:
+        if after.lstrip().startswith(b":"):
+            names += 1
+    return names == members
 
 
 def validate_json_body(model: type[ModelT], body: bytes | str, parsed: Any = None) -> ModelT:

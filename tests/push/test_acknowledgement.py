@@ -168,6 +168,8 @@ def test_a_member_named_twice_is_unconfirmed_however_the_name_is_written(raw: by
         b'{"newReservations": 1, "summary": "newReservations", "reservationIds": ["R1-1"]}',
         b'{"newReservations": 1, "summary": "caf\\u00e9 \\"ok\\""}',
         b'{"newReservations": 1, "x": [{"a": 1}, {"a": 2}], "y": {"a": 3}}',
+        # Values that start with a colon, and whitespace between a name and its colon.
+        b'{"newReservations" :\n1, "summary": ": stored", "x": " :"}',
     ],
 )
 def test_an_answer_whose_names_only_look_repeated_acknowledges(raw: bytes) -> None:

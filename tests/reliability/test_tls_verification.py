@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
+from connector.client import _client
 from connector.contract import Entity
 from connector.errors import ConfigError
 from connector.mapping.batches import mapped_records_from_resources
@@ -38,8 +40,13 @@ UNIT = {
 }
 
 
+class HttpsSandbox(NamedTuple):
+    base_url: str
+    certificate: Path  # self-signed: trusted only by a client told to trust this file
+
+
 @pytest.fixture(scope="module")
-def https_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def https_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpsSandbox]:
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is needed to make a self-signed certificate")
     folder = tmp_path_factory.mktemp("tls")
@@ -64,12 +71,17 @@ def https_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         time.sleep(0.01)
     assert server.started, "the HTTPS sandbox did not start"
     try:
-        yield f"https://127.0.0.1:{sock.getsockname()[1]}"
+        yield HttpsSandbox(f"https://127.0.0.1:{sock.getsockname()[1]}", cert)
     finally:
         server.sandbox_state.shutting_down = True
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@pytest.fixture
+def https_sandbox(https_server: HttpsSandbox) -> str:
+    return https_server.base_url
 
 
 def _sync_one_unit(base_url: str, tmp_path: Path, env: dict[str, str]):
@@ -108,6 +120,24 @@ def test_naming_the_base_url_skips_verification_for_that_url_only(
     assert not named.client.verify_tls
     assert report.outcomes["acknowledged"] == 1
     assert other.client.verify_tls
+
+
+def test_a_ca_bundle_named_in_the_environment_is_trusted(
+    https_server: HttpsSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Named after aiohttp made its own context at import: the client makes one that reads
+    # the bundle, once for both runs.
+    monkeypatch.setenv("SSL_CERT_FILE", str(https_server.certificate))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    _client._verifying_context.cache_clear()
+
+    _, first = _sync_one_unit(https_server.base_url, tmp_path / "first", env={})
+    _, second = _sync_one_unit(https_server.base_url, tmp_path / "second", env={})
+
+    assert first.outcomes["acknowledged"] == 1
+    assert second.outcomes["acknowledged"] == 1
+    made = _client._verifying_context.cache_info()
+    assert (made.misses, made.hits) == (1, 1)
 
 
 @pytest.mark.parametrize("value", ["0", "false", "no"])
