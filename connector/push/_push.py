@@ -672,8 +672,12 @@ def _settle(
     result.outcomes[key] += 1
     if outcome == Outcome.PENDING:
         result.pending_by_urgency[change.urgency] += 1
-    (by_account or result.tally(change.entity, change.account_id))[key] += 1
-    (by_checkin or result.checkin_tally(change))[key] += 1
+    if by_account is None:
+        by_account = result.tally(change.entity, change.account_id)
+    if by_checkin is None:
+        by_checkin = result.checkin_tally(change)
+    by_account[key] += 1
+    by_checkin[key] += 1
 
 
 @dataclass(frozen=True, slots=True)
