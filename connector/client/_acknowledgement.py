@@ -67,15 +67,11 @@ _STRICT_MODELS: dict[Entity, type[_StrictAccommodationAnswer] | type[_StrictRese
 
 
 class AnswerReading(NamedTuple):
-    """What a 2xx body says: the documented answer (when it is one), why it does not
-    acknowledge the record (None when it does), and the answer's :func:`present_counts`.
-
-    A tuple: one is made per request of a push.
-    """
+    """What a 2xx body says: the documented answer (when it is one) and why it does not
+    acknowledge the record (None when it does). A tuple: one is made per request of a push."""
 
     answer: SyncAnswer | None
     problem: str | None
-    counts: dict[str, int] = {}  # shared when empty: never mutated
 
     @property
     def acknowledged(self) -> bool:
@@ -117,10 +113,9 @@ def read_answer(
         answer: SyncAnswer = validate_json_body(_STRICT_MODELS[entity], body, parsed)
     except ValidationError as error:
         return AnswerReading(None, f"HTTP {status} {_type_problems(error, parsed, section)}")
-    # The validated answer holds the same integers as the parsed body (strict mode).
-    counts = {m: v for m in COUNT_MEMBERS[entity] if (v := parsed.get(m)) is not None}
-    if any(value < 0 for value in counts.values()):
-        negative = ", ".join(f"{m}={v}" for m, v in counts.items() if v < 0)
+    counts = present_counts(entity, answer)
+    negative = ", ".join(f"{m}={v}" for m, v in counts.items() if v < 0)
+    if negative:
         return AnswerReading(None, f"HTTP {status} with a negative count ({negative}), {expected}")
     if not counts:
         problem = _without_counts(entity, parsed, policy)
@@ -129,9 +124,9 @@ def read_answer(
     nothing = nothing_stored(counts)
     if nothing is not None:
         return AnswerReading(
-            answer, f"HTTP {status} whose counts say nothing was stored ({nothing})", counts
+            answer, f"HTTP {status} whose counts say nothing was stored ({nothing})"
         )
-    return AnswerReading(answer, None, counts)
+    return AnswerReading(answer, None)
 
 
 def present_counts(entity: Entity, answer: SyncAnswer) -> dict[str, int]:

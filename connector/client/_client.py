@@ -283,7 +283,7 @@ class ServiceClient:
             outcome.attempts = attempt
             outcome.answer_lost_before = maybe_stored
             outcome.delivery = Delivery.UNDELIVERED
-            outcome.answer = outcome.counts = None
+            outcome.answer = None
             retry_after: float | None = None
             try:
                 try:
@@ -313,7 +313,7 @@ class ServiceClient:
                         response.body,
                         self.config.acknowledgement,
                     )
-                    outcome.answer, outcome.counts = reading.answer, reading.counts
+                    outcome.answer = reading.answer
                     if reading.acknowledged:
                         outcome.delivery = Delivery.ACKNOWLEDGED
                         outcome.message = ""

@@ -212,9 +212,7 @@ class WindowLimiter:
         if not self.windows and not self._lock.locked() and self._paused_until <= self._clock():
             # No window, nobody queued and no 429 pause: what the loop below decides at once,
             # without the lock (taken once per request, thousands a second on loopback).
-            self._seq += 1
-            self.sent += 1
-            return _Ticket(self._seq)
+            return self._admit()
         # The lock makes waiters queue in order: requests leave in plan (urgency) order.
         async with self._lock:
             while True:
@@ -227,18 +225,22 @@ class WindowLimiter:
                         self._ledger.reserve, self._ledger_key, spans, now
                     )
                 if wait <= 0:
-                    self._seq += 1
-                    ticket = _Ticket(self._seq, marker=marker)
-                    for name in self.windows:
-                        self._log[name].append(ticket)
-                    self.sent += 1
-                    return ticket
+                    return self._admit(marker)
                 started = self._clock()
                 self._answered.clear()
                 # Wake up when the window frees, or earlier when an answer times a request.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._answered.wait(), min(wait, 60.0))
                 self.waited_s += self._clock() - started
+
+    def _admit(self, marker: float | None = None) -> _Ticket:
+        """Let one request go: its ticket, in every window's log."""
+        self._seq += 1
+        ticket = _Ticket(self._seq, marker=marker)
+        for name in self.windows:
+            self._log[name].append(ticket)
+        self.sent += 1
+        return ticket
 
     def done(self, ticket: Any) -> None:
         if isinstance(ticket, _Ticket) and ticket.at == _IN_FLIGHT:

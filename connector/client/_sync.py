@@ -31,9 +31,6 @@ class SyncAttempts:
     # The documented answer of the last attempt: set when acknowledged, and when unconfirmed
     # because its counts say nothing was stored.
     answer: AccommodationSyncResponse | ReservationSyncResponse | None = None
-    # The count members of that answer (connector.client.present_counts) as the client read
-    # them; None when not read (the checks then read them from the answer).
-    counts: dict[str, int] | None = None
     request_ids: list[str | None] = field(default_factory=list)
     attempts: int = 0  # HTTP requests sent, retries included
     unconfirmed_answers: int = 0  # 2xx answers that were no acknowledgement, retries included

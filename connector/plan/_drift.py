@@ -65,7 +65,6 @@ def drift_of(
     *,
     explained: bool,
     other_content_may_be_stored: bool,
-    counts: dict[str, int] | None = None,
 ) -> DriftFinding | None:
     """The drift an acknowledged answer reveals, or None.
 
@@ -74,15 +73,13 @@ def drift_of(
     remembers a lost answer to *another* content of this record. A re-send of a record with
     open drift reveals nothing new: its acknowledgement heals the drift, whatever the counts
     (a service whose answers always disagree costs one re-send per record, not one a night).
-    ``counts``: the answer's :func:`present_counts`, when the caller has them already.
     """
     if answer is None or reason == REASON_DRIFTED:
         return None
     unaccounted = [c.detail for c in contradictions if c.unaccounted]
     if unaccounted:
         return DriftFinding(DriftKind.UNACCOUNTED, "; ".join(unaccounted), healed=False)
-    if counts is None:
-        counts = present_counts(Entity(entity), answer)
+    counts = present_counts(Entity(entity), answer)
     if action != "create" and counts.get("newReservations"):
         return DriftFinding(
             DriftKind.LOST,

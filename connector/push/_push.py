@@ -491,18 +491,16 @@ def _record(
 ) -> None:
     result.requests += attempts.attempts
     result.unconfirmed_answers += attempts.unconfirmed_answers
-    by_account = result.tally(change.entity, change.account_id)
-    by_checkin = result.checkin_tally(change)
-    by_account["requests"] += attempts.attempts
-    by_checkin["requests"] += attempts.attempts
+    result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
+    result.checkin_tally(change)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
     found: list[Contradiction] = []
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
         found = _check_answer(change, attempts, result, recorder.may_hold(change))
     if attempts.delivery == Delivery.ACKNOWLEDGED:
-        _settle(result, change, Outcome.ACKNOWLEDGED, by_account, by_checkin)
+        _settle(result, change, Outcome.ACKNOWLEDGED)
         recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
-        _note_drift(change, attempts, found, recorder, result, now, by_account)
+        _note_drift(change, attempts, found, recorder, result, now)
         return
     if attempts.delivery == Delivery.REFUSED:
         outcome = Outcome.DEAD_LETTERED
@@ -538,7 +536,7 @@ def _record(
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:
             _stop_account(change.account_id, attempts, result)
-    _settle(result, change, outcome, by_account, by_checkin)
+    _settle(result, change, outcome)
     result.problems.append(
         RecordProblem(
             entity=change.entity,
@@ -564,9 +562,7 @@ def _check_answer(
     answer to it was lost, or the change re-sends acknowledged content on request), so
     "skipped" and "already known" are what it should say.
     """
-    found = answer_contradictions(
-        change.entity, change.action, change.payload, attempts.answer, attempts.counts
-    )
+    found = answer_contradictions(change.entity, change.action, change.payload, attempts.answer)
     left = _unexplained(found, attempts.answer_lost_before or held_before)
     if change.reason in RESEND_REASONS:
         # A re-send answered "did not know it" found drift and healed it (docs/drift.md).
@@ -594,10 +590,8 @@ def _note_drift(
     recorder: _Recorder,
     result: PushResult,
     now: datetime,
-    counter: Counter[str],
 ) -> None:
-    """Record the drift an acknowledged answer reveals, or heal the record's open drift;
-    ``counter``: the change's tally by account."""
+    """Record the drift an acknowledged answer reveals, or heal the record's open drift."""
     finding = drift_of(
         change.entity,
         change.action,
@@ -606,8 +600,8 @@ def _note_drift(
         found,
         explained=attempts.answer_lost_before or recorder.may_hold(change),
         other_content_may_be_stored=recorder.may_hold_other(change),
-        counts=attempts.counts,
     )
+    counter = result.tally(change.entity, change.account_id)
     healed = finding.healed if finding is not None else recorder.drift_open(change)
     if finding is not None:
         result.drift.append(
@@ -659,25 +653,12 @@ def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -
     )
 
 
-def _settle(
-    result: PushResult,
-    change: _Change,
-    outcome: Outcome,
-    by_account: Counter[str] | None = None,
-    by_checkin: Counter[str] | None = None,
-) -> None:
-    """Count the change's outcome; ``by_account`` and ``by_checkin``: its tallies, when the
-    caller holds them already."""
-    key = str(outcome)
-    result.outcomes[key] += 1
+def _settle(result: PushResult, change: _Change, outcome: Outcome) -> None:
+    result.outcomes[str(outcome)] += 1
     if outcome == Outcome.PENDING:
         result.pending_by_urgency[change.urgency] += 1
-    if by_account is None:
-        by_account = result.tally(change.entity, change.account_id)
-    if by_checkin is None:
-        by_checkin = result.checkin_tally(change)
-    by_account[key] += 1
-    by_checkin[key] += 1
+    result.tally(change.entity, change.account_id)[str(outcome)] += 1
+    result.checkin_tally(change)[str(outcome)] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -695,19 +676,13 @@ class Contradiction:
 
 
 def answer_contradictions(
-    entity: str,
-    action: str,
-    payload: str,
-    answer: SyncAnswer | None,
-    counts: dict[str, int] | None = None,
+    entity: str, action: str, payload: str, answer: SyncAnswer | None
 ) -> list[Contradiction]:
     """How the answer's counts differ from the one record sent as ``action``; [] when they
-    agree. Every member is optional in the spec: only the members present are compared.
-    ``counts``: the answer's :func:`present_counts`, when the caller has them already."""
+    agree. Every member is optional in the spec: only the members present are compared."""
     if answer is None:
         return []
-    if counts is None:
-        counts = present_counts(Entity(entity), answer)
+    counts = present_counts(Entity(entity), answer)
     found: list[Contradiction] = []
     nothing = nothing_stored(counts)
     total = sum(counts.values())
