@@ -6,12 +6,14 @@
 Each round runs, in an order that rotates from round to round, the raw aiohttp generator,
 pms-sync's first run from the ``--before`` tree and pms-sync's first run from the ``--after``
 tree (default: this one) (``python -m bench.stage sync`` / ``raw`` in a fresh process each,
-``PYTHONPATH`` pointing at the tree), each against the same sandbox process reset before it. It prints, per run, the rate
-(requests ÷ push time, or ÷ posting time for raw), the sandbox's CPU seconds per 1,000
-requests (``/proc/PID/stat`` of the sandbox process around the run: the same server work on
-every side shows the sandbox is a shared bound), the client's CPU seconds per 1,000 requests
-(every thread of the client process during the push, or the raw generator's posting) and the ratio of each tree to the same
-round's raw run; then the medians. The raw stage runs from the ``--before`` tree, so a change
+``PYTHONPATH`` pointing at the tree), each against the same sandbox process reset before it.
+It prints, per run, the rate (requests ÷ push time, or ÷ posting time for raw), the sandbox's
+CPU seconds per 1,000 requests (``/proc/PID/stat`` of the sandbox process around the run: the
+same server work on every side shows the sandbox is a shared bound), the client's CPU seconds
+per 1,000 requests (every thread of the client process during the push, or the raw
+generator's posting; in brackets the event loop's thread alone, the rest being the snapshot's
+writer and DuckDB's workers) and the ratio of each tree to the same round's raw run; then the
+medians. The raw stage runs from the ``--before`` tree, so a change
 here cannot alter what the raw side sends. Each pms-sync run also prints its whole time (map,
 plan, push, record) and its peak RSS: with ``--without-raw`` (no ratios) it measures a first
 run end to end, pushed for real, at sizes where the raw side would only add time
@@ -50,26 +52,30 @@ import bench.peers as peers
 import connector.push._push as push
 from bench import stage
 
-cpu = []
+cpu, loop_cpu = [], []
 plain_push, plain_raw = push.push_plan_async, peers.raw_post
 
 async def timed_push(*args, **kwargs):
-    started = time.process_time()
+    started, loop_started = time.process_time(), time.thread_time()
     try:
         return await plain_push(*args, **kwargs)
     finally:
         cpu.append(time.process_time() - started)
+        loop_cpu.append(time.thread_time() - loop_started)
 
 def timed_raw(*args, **kwargs):
-    started = time.process_time()
+    started, loop_started = time.process_time(), time.thread_time()
     try:
         return plain_raw(*args, **kwargs)
     finally:
         cpu.append(time.process_time() - started)
+        loop_cpu.append(time.thread_time() - loop_started)
 
 push.push_plan_async, peers.raw_post = timed_push, timed_raw
 printed = print
-stage.print = lambda line, **kw: printed(line[:-1] + f', "cpu_seconds": {sum(cpu)}}}', **kw)
+stage.print = lambda line, **kw: printed(
+    line[:-1] + f', "cpu_seconds": {sum(cpu)}, "loop_cpu_seconds": {sum(loop_cpu)}}}', **kw
+)
 stage.main()
 """
 
@@ -155,7 +161,9 @@ def main() -> None:
                         f"(sandbox counted {requests:,}), {rate:,.0f} req/s, sandbox CPU "
                         f"{1000 * sandbox_cpu / max(requests, 1):.3f} s per 1,000 requests, "
                         f"client CPU {1000 * result['cpu_seconds'] / result['requests']:.3f} s "
-                        "per 1,000 requests"
+                        f"per 1,000 requests ("
+                        f"{1000 * result['loop_cpu_seconds'] / result['requests']:.3f} s on the "
+                        "event loop's thread)"
                         + (
                             ""
                             if name == "raw"

@@ -67,14 +67,12 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
     Used above the size whose first run is pushed for real, to get the full snapshot the later
     scenarios start from; its time is everything of a first run except the requests.
     """
-    import itertools
     from datetime import UTC, datetime
-
-    import numpy as np
 
     from connector.pipeline import keep_fingerprints, load_batches
     from connector.plan import build_plan
-    from connector.push._push import _CHANGES_AT_ONCE, _changes_at
+    from connector.push._push import _CHANGES_AT_ONCE
+    from connector.push._recorder import acknowledged_rows, recorded_columns
     from connector.snapshot import Snapshot
 
     started = time.perf_counter()
@@ -83,11 +81,14 @@ def stage_seed(mapping: str, snapshot: str) -> dict[str, Any]:
         plan = build_plan(store, batches, policy=policy)
         now = datetime.now(UTC).replace(tzinfo=None)
         # As a pushed first run records them (with the connection: later runs adopt nothing),
-        # a slice of the plan at a time as the push makes them.
-        changes = _changes_at(plan.changes, np.arange(len(plan.changes)))
-        while chunk := list(itertools.islice(changes, _CHANGES_AT_ONCE)):
+        # a slice of the plan at a time as the push's writer does.
+        recorded = recorded_columns(plan.changes)
+        for start in range(0, len(plan.changes), _CHANGES_AT_ONCE):
+            rows = range(start, min(start + _CHANGES_AT_ONCE, len(plan.changes)))
             store.record_acknowledgements(
-                [change.acknowledgement(now, None, plan.connection) for change in chunk]
+                acknowledged_rows(
+                    recorded, rows, [now] * len(rows), [None] * len(rows), plan.connection
+                )
             )
         keep_fingerprints(store, batches, plan.connection)
     return {"seconds": time.perf_counter() - started, "records": len(plan.changes)}

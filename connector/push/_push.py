@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 import pandas as pd
+import pyarrow as pa
 
 from connector.client import (
     Delivery,
@@ -39,9 +40,8 @@ from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
 from connector.plan import OPTIONAL_REASONS, RESEND_REASONS, Budget, BudgetGate, Plan, drift_of
 from connector.push._holdback import HeldRecord, UnitTrouble, held_record
-from connector.push._recorder import _Recorder
+from connector.push._recorder import _Recorder, recorded_columns
 from connector.snapshot import (
-    Acknowledgement,
     DriftEvent,
     PossiblyStored,
     RecordStatus,
@@ -236,27 +236,15 @@ class _Change(NamedTuple):
     payload: str
     content_hash: str
     status_after: RecordStatus
+    urgency: str
     checkin: date | None
     checkout: date | None
-    urgency: str
+    row: int  # its position in the plan, whose columns the recorder records it from
 
-    def acknowledgement(
-        self, at: datetime, request_id: str | None, connection: str | None
-    ) -> Acknowledgement:
-        """What the snapshot records once the service acknowledged this change."""
-        return Acknowledgement(
-            account_id=self.account_id,
-            entity=self.entity,
-            record_id=self.record_id,
-            content_hash=self.content_hash,
-            payload=self.payload,
-            checkin=self.checkin,
-            checkout=self.checkout,
-            status=self.status_after,
-            acknowledged_at=at,
-            request_id=request_id,
-            connection=connection,
-        )
+
+_FRAME_MEMBERS = _Change._fields[:-3]
+"""The members read from the plan's frame as they are (the days come from the recorded
+columns, converted once for the plan; the row is the position)."""
 
 
 def push_plan(
@@ -299,10 +287,11 @@ async def push_plan_async(
         shared = load_shared_state(snapshot, client)
         # From here until close() the writer thread is the only user of the snapshot (a
         # DuckDB connection is not safe to share between threads): nothing below reads it.
-        recorder = _Recorder(snapshot, options, plan.connection)
+        recorded = recorded_columns(plan.changes)
+        recorder = _Recorder(snapshot, options, recorded, plan.connection)
         try:
             for entity, rows in _phase_rows(plan.changes):
-                phase: Iterable[_Change] = _changes_at(plan.changes, rows)
+                phase: Iterable[_Change] = _changes_at(plan.changes, recorded, rows)
                 if entity == Entity.ACCOMMODATION:
                     phase = list(phase)  # whole: its answers decide which reservations are held
                 else:
@@ -354,23 +343,25 @@ def _phase_rows(frame: pd.DataFrame) -> list[tuple[Entity, np.ndarray]]:
     ]
 
 
-def _changes_at(frame: pd.DataFrame, rows: np.ndarray) -> Iterator[_Change]:
-    """The changes of the plan rows at ``rows``, made a slice at a time as they are taken."""
+def _changes_at(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> Iterator[_Change]:
+    """The changes of the plan rows at ``rows``, made a slice at a time as they are taken
+    (``recorded``: the plan's :func:`recorded_columns`)."""
     for start in range(0, len(rows), _CHANGES_AT_ONCE):
-        yield from _changes_of(frame.iloc[rows[start : start + _CHANGES_AT_ONCE]])
+        taken = rows[start : start + _CHANGES_AT_ONCE]
+        yield from _changes_of(frame.iloc[taken], recorded, taken)
 
 
-def _changes_of(frame: pd.DataFrame) -> list[_Change]:
+def _changes_of(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> list[_Change]:
     """The rows as changes, each column's dates and enums converted at once for all of them."""
     # Whole columns to lists, then zipped: iterating rows of Arrow-backed columns one value
     # at a time costs more than the conversion.
-    columns = [_column(frame[name], name) for name in _Change._fields]
+    columns = [_column(frame[name], name) for name in _FRAME_MEMBERS]
+    days = recorded.select(["checkin", "checkout"]).take(pa.array(rows, pa.int64()))
+    columns += [days.column(0).to_pylist(), days.column(1).to_pylist(), rows.tolist()]
     return [_Change(*row) for row in zip(*columns, strict=True)]
 
 
 def _column(column: pd.Series, name: str) -> list[Any]:
-    if name in ("checkin", "checkout"):
-        return _days(column)
     values = column.tolist()
     kind = _ENUM_COLUMNS.get(name)
     if kind is None:
@@ -378,17 +369,6 @@ def _column(column: pd.Series, name: str) -> list[Any]:
     # A few distinct values, each converted once rather than once per request of the push.
     members = {value: kind(value) for value in set(values)}
     return [members[value] for value in values]
-
-
-def _days(column: pd.Series) -> list[date | None]:
-    """Calendar days of a plan's date column (timestamps, ISO strings or missing), vectorised.
-
-    A per-value ``pd.Timestamp`` costs microseconds per change in the push loop.
-    """
-    # "mixed": a plan read back from a file may hold strings of more than one ISO shape.
-    stamps = pd.to_datetime(column, format="mixed")
-    days = stamps.dt.date.astype(object)
-    return days.where(stamps.notna(), None).tolist()
 
 
 def _note_unit_answers(units: list[_Change], result: PushResult, trouble: UnitTrouble) -> None:
@@ -499,7 +479,7 @@ def _record(
         found = _check_answer(change, attempts, result, recorder.may_hold(change))
     if attempts.delivery == Delivery.ACKNOWLEDGED:
         _settle(result, change, Outcome.ACKNOWLEDGED)
-        recorder.acknowledge(change.acknowledgement(now, attempts.request_id, recorder.connection))
+        recorder.acknowledge(change, now, attempts.request_id)
         _note_drift(change, attempts, found, recorder, result, now)
         return
     if attempts.delivery == Delivery.REFUSED:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow as pa
 
 from connector.plan import RESEND_REASONS
 from connector.snapshot import (
-    Acknowledgement,
+    ACKNOWLEDGEMENT_SCHEMA,
     DriftEvent,
     PossiblyStored,
     Refusal,
@@ -16,6 +21,69 @@ from connector.snapshot import (
 
 if TYPE_CHECKING:
     from connector.push._push import PushOptions, _Change
+
+_FROM_PLAN = {
+    "account_id": "account_id",
+    "entity": "entity",
+    "record_id": "record_id",
+    "content_hash": "content_hash",
+    "payload": "payload",
+    "status_after": "status",
+}
+"""The plan's columns an acknowledgement records, and their names in the snapshot."""
+
+
+def recorded_columns(changes: pd.DataFrame) -> pa.Table:
+    """Every plan row's columns an acknowledgement records, as Arrow: the documents are the
+    plan's own buffers (pandas' string columns are Arrow, no copy), the days converted once."""
+    strings = pa.Table.from_pandas(changes.loc[:, list(_FROM_PLAN)], preserve_index=False)
+    columns = {snapshot: strings.column(plan) for plan, snapshot in _FROM_PLAN.items()}
+    columns |= {name: plan_days(changes[name]) for name in ("checkin", "checkout")}
+    names = [name for name in ACKNOWLEDGEMENT_SCHEMA.names if name in columns]
+    return pa.table([columns[name] for name in names], schema=_schema_of(names))
+
+
+def plan_days(column: pd.Series) -> pa.Array:
+    """Calendar days of a plan's date column (timestamps, ISO strings or missing), vectorised."""
+    # "mixed": a plan read back from a file may hold strings of more than one ISO shape.
+    stamps = pd.to_datetime(column, format="mixed")
+    if isinstance(stamps.dtype, pd.DatetimeTZDtype):
+        stamps = stamps.dt.tz_localize(None)  # the day written, not the day in UTC
+    return pa.array(stamps).cast(pa.date32())
+
+
+def acknowledged_rows(
+    recorded: pa.Table,
+    rows: Sequence[int],
+    at: Sequence[datetime],
+    request_ids: Sequence[str | None],
+    connection: str | None,
+) -> pa.Table:
+    """The acknowledgements of the plan rows at ``rows`` (``recorded``: :func:`recorded_columns`).
+
+    Taken from the plan's columns, not read from an object per record: this runs on the
+    writer thread, and Python work there holds the GIL the event loop needs for every answer.
+    """
+    taken = recorded.take(pa.array(rows, pa.int64()))
+    return (
+        taken.append_column(
+            ACKNOWLEDGEMENT_SCHEMA.field("acknowledged_at"), pa.array(at, pa.timestamp("us"))
+        )
+        .append_column(
+            ACKNOWLEDGEMENT_SCHEMA.field("request_id"), pa.array(request_ids, pa.large_string())
+        )
+        .append_column(
+            ACKNOWLEDGEMENT_SCHEMA.field("connection"),
+            pa.nulls(len(rows), pa.large_string())
+            if connection is None
+            else pa.repeat(pa.scalar(connection, pa.large_string()), len(rows)),
+        )
+        .select(ACKNOWLEDGEMENT_SCHEMA.names)
+    )
+
+
+def _schema_of(names: list[str]) -> pa.Schema:
+    return pa.schema([ACKNOWLEDGEMENT_SCHEMA.field(name) for name in names])
 
 
 class _Recorder:
@@ -28,10 +96,15 @@ class _Recorder:
     """
 
     def __init__(
-        self, snapshot: SnapshotStore, options: PushOptions, connection: str | None = None
+        self,
+        snapshot: SnapshotStore,
+        options: PushOptions,
+        recorded: pa.Table,
+        connection: str | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.options = options
+        self.recorded = recorded  # the plan's columns an acknowledgement records
         self.connection = connection  # the owner recorded with every acknowledgement
         # Read before the writer thread starts: it is the snapshot's only user afterwards.
         self._possibly_stored = snapshot.possibly_stored()
@@ -39,8 +112,11 @@ class _Recorder:
         self._open_drift = set(
             zip(drifted["account_id"], drifted["entity"], drifted["record_id"], strict=True)
         )
-        self._answers: list[Acknowledgement | Refusal | PossiblyStored | DriftEvent] = []
-        self._lock = threading.Lock()  # guards _answers and _closing
+        # An acknowledgement is buffered as (plan row, time, request id): the writer takes the
+        # rest from the plan's columns.
+        self._acknowledged: list[tuple[int, datetime, str | None]] = []
+        self._answers: list[Refusal | PossiblyStored | DriftEvent] = []
+        self._lock = threading.Lock()  # guards the buffers and _closing
         self._wake = threading.Event()
         self._closing = False
         self._error: BaseException | None = None
@@ -49,17 +125,17 @@ class _Recorder:
         )
         self._thread.start()
 
-    def acknowledge(self, ack: Acknowledgement) -> None:
-        self._add(ack)
+    def acknowledge(self, change: _Change, at: datetime, request_id: str | None) -> None:
+        self._add(self._acknowledged, (change.row, at, request_id))
 
     def refuse(self, refusal: Refusal) -> None:
-        self._add(refusal)
+        self._add(self._answers, refusal)
 
     def possibly_stored(self, change: PossiblyStored) -> None:
-        self._add(change)
+        self._add(self._answers, change)
 
     def drift(self, event: DriftEvent) -> None:
-        self._add(event)
+        self._add(self._answers, event)
 
     def drift_open(self, change: _Change) -> bool:
         """Whether the record had open drift when the push started."""
@@ -79,11 +155,11 @@ class _Recorder:
         key = (change.account_id, change.entity, change.record_id)
         return self._possibly_stored.get(key) == change.content_hash
 
-    def _add(self, answer: Acknowledgement | Refusal | PossiblyStored | DriftEvent) -> None:
+    def _add(self, buffer: list[Any], item: Any) -> None:
         self._raise_if_failed()
         with self._lock:
-            self._answers.append(answer)
-            due = len(self._answers) >= self.options.commit_every
+            buffer.append(item)
+            due = len(self._acknowledged) + len(self._answers) >= self.options.commit_every
         if due:
             self._wake.set()
 
@@ -106,17 +182,22 @@ class _Recorder:
         while True:
             self._wake.wait(self.options.commit_interval)
             self._wake.clear()
-            with self._lock:
-                answers, self._answers = self._answers, []
+            with self._lock:  # emptied, not replaced: _add holds the lists it appends to
+                acknowledged, answers = self._acknowledged.copy(), self._answers.copy()
+                self._acknowledged.clear()
+                self._answers.clear()
                 closing = self._closing  # read with the swap: nothing is appended after it
-            acks = [a for a in answers if isinstance(a, Acknowledgement)]
             refusals = [a for a in answers if isinstance(a, Refusal)]
             possible = [a for a in answers if isinstance(a, PossiblyStored)]
             drift = [a for a in answers if isinstance(a, DriftEvent)]
             try:
                 # Possibly-stored first: an acknowledgement in the same batch clears it.
                 self.snapshot.record_possibly_stored(possible)
-                self.snapshot.record_acknowledgements(acks)
+                if acknowledged:
+                    rows, at, request_ids = zip(*acknowledged, strict=True)
+                    self.snapshot.record_acknowledgements(
+                        acknowledged_rows(self.recorded, rows, at, request_ids, self.connection)
+                    )
                 self.snapshot.record_refusals(refusals)
                 self.snapshot.record_drift(drift)
             except BaseException as error:

@@ -41,6 +41,7 @@ from connector.snapshot._migrations import (
     statements_for,
 )
 from connector.snapshot._model import (
+    ACKNOWLEDGEMENT_SCHEMA,
     Acknowledgement,
     DiffRequest,
     DiffResult,
@@ -55,6 +56,7 @@ from connector.snapshot._model import (
     RunCounts,
     RunRecord,
     UnitStaysRequest,
+    acknowledgement_table,
 )
 from connector.snapshot._store import SnapshotStore
 
@@ -105,6 +107,7 @@ def validated_payloads(location: str | Path) -> pa.Table | None:
 
 
 __all__ = [
+    "ACKNOWLEDGEMENT_SCHEMA",
     "DEFAULT_RENEW_MARGIN_S",
     "GUEST_LINK_COLUMNS",
     "LATEST_VERSION",
@@ -135,6 +138,7 @@ __all__ = [
     "SnapshotLocation",
     "SnapshotStore",
     "UnitStaysRequest",
+    "acknowledgement_table",
     "fingerprint_reader_of",
     "is_database_url",
     "migrate",

@@ -17,9 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -37,7 +35,6 @@ from connector.snapshot._events import EventTables
 from connector.snapshot._links import LinkTables
 from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
-    Acknowledgement,
     DiffRequest,
     DiffResult,
     DriftEvent,
@@ -355,15 +352,13 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
 
     # -- writes ---------------------------------------------------------------------------
 
-    def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
-        if not acknowledgements:
+    def record_acknowledgements(self, acknowledgements: pa.Table) -> None:
+        if not acknowledgements.num_rows:
             return
-        # An Arrow table, not a pandas frame: a push commits every fraction of a second on a
-        # thread sharing the GIL and the cores with the event loop, and DuckDB scans Arrow
-        # without converting each string of each column on each of the statements below.
-        frame = _arrow_of(acknowledgements, Acknowledgement)
+        # Registered as it is: DuckDB scans Arrow without converting each string of each
+        # column for each of the statements below.
         with self._transaction() as cursor:
-            cursor.register("ack_frame", frame)
+            cursor.register("ack_frame", acknowledgements)
             cursor.execute(
                 """
                 INSERT INTO acknowledged BY NAME
@@ -675,9 +670,7 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             cursor.close()
 
 
-def _frame_of(
-    rows: Sequence[Acknowledgement] | Sequence[Refusal] | Sequence[PossiblyStored], kind: type
-) -> pd.DataFrame:
+def _frame_of(rows: Sequence[Refusal] | Sequence[PossiblyStored], kind: type) -> pd.DataFrame:
     """One column per field of the flat dataclass ``kind``. ``asdict`` deep-copies every
     member of every row; the commits of a push run on a thread that shares the GIL with the
     event loop, so the Python they cost is kept small."""
@@ -687,17 +680,6 @@ def _frame_of(
 def _has_rows(cursor: duckdb.DuckDBPyConnection, table: str) -> bool:
     row = cursor.execute(f"SELECT EXISTS (FROM {table})").fetchone()
     return bool(row and row[0])
-
-
-def _arrow_of(rows: Sequence[Acknowledgement], kind: type) -> pa.Table:
-    """One Arrow column per field of the flat dataclass ``kind``, enums as their text."""
-    columns: dict[str, list[Any]] = {}
-    for member in fields(kind):
-        values = [getattr(row, member.name) for row in rows]
-        if values and isinstance(values[0], Enum):
-            values = [value.value for value in values]
-        columns[member.name] = values
-    return pa.table(columns)
 
 
 def _diff_result(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from enum import StrEnum
 
 import pandas as pd
+import pyarrow as pa
 
 from connector.contract import Entity
 from connector.records import DateWindow, empty_keys
@@ -98,6 +100,38 @@ class Acknowledgement:
     acknowledged_at: datetime
     request_id: str | None
     connection: str | None = None  # the mapping name whose run sent it: the record's owner
+
+
+ACKNOWLEDGEMENT_SCHEMA = pa.schema(
+    [
+        ("account_id", pa.large_string()),
+        ("entity", pa.large_string()),
+        ("record_id", pa.large_string()),
+        ("content_hash", pa.large_string()),
+        ("payload", pa.large_string()),
+        ("checkin", pa.date32()),
+        ("checkout", pa.date32()),
+        ("status", pa.large_string()),
+        ("acknowledged_at", pa.timestamp("us")),
+        ("request_id", pa.large_string()),
+        ("connection", pa.large_string()),
+    ]
+)
+"""What :meth:`SnapshotStore.record_acknowledgements` takes: one column per field of
+:class:`Acknowledgement`, enums as their text. Columns, not objects: a push builds them from the
+plan's own Arrow columns on its writer thread, which shares the GIL with the event loop, so no
+Python object per record is made or read (large strings: pandas' own, no copy of a document)."""
+
+
+def acknowledgement_table(acknowledgements: Sequence[Acknowledgement]) -> pa.Table:
+    """Acknowledgement objects as :data:`ACKNOWLEDGEMENT_SCHEMA`'s columns."""
+    return pa.table(
+        {
+            member.name: [getattr(ack, member.name) for ack in acknowledgements]
+            for member in fields(Acknowledgement)
+        },
+        schema=ACKNOWLEDGEMENT_SCHEMA,
+    )
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,6 @@ from connector.snapshot._location import shown_location, sqlalchemy_url
 from connector.snapshot._locks import HOLDERS_TABLE_SQL, LockScope, ScopeLocks
 from connector.snapshot._migrations import MIGRATIONS, migrate, statements_for
 from connector.snapshot._model import (
-    Acknowledgement,
     DiffRequest,
     DiffResult,
     DriftEvent,
@@ -217,17 +216,17 @@ class PostgresSnapshot(PortableReads):
 
     # -- writes ---------------------------------------------------------------------------
 
-    def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
-        if not acknowledgements:
+    def record_acknowledgements(self, acknowledgements: pa.Table) -> None:
+        if not acknowledgements.num_rows:
             return
         rows = _latest_per_key(
             [
-                _row(ack)
+                ack
                 | {
-                    "payload_md5": hashlib.md5(ack.payload.encode()).hexdigest(),
+                    "payload_md5": hashlib.md5(str(ack["payload"]).encode()).hexdigest(),
                     "validated_with": CONTRACT_FINGERPRINT,
                 }
-                for ack in acknowledgements
+                for ack in acknowledgements.to_pylist()
             ]
         )
         with self._transaction() as connection:

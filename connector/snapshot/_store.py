@@ -14,7 +14,6 @@ from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord
 from connector.snapshot._events import IncomingEvent
 from connector.snapshot._links import GuestLinkRecord
 from connector.snapshot._model import (
-    Acknowledgement,
     DiffRequest,
     DiffResult,
     DriftEvent,
@@ -43,8 +42,11 @@ class SnapshotStore(Protocol):
         ``account_id, unit_id, stays, last_checkout`` (units without stays are left out)."""
         ...
 
-    def record_acknowledgements(self, acknowledgements: Sequence[Acknowledgement]) -> None:
-        """Commit acknowledged records (and clear their dead letters) in one transaction."""
+    def record_acknowledgements(self, acknowledgements: pa.Table) -> None:
+        """Commit acknowledged records (and clear their dead letters) in one transaction.
+
+        ``acknowledgements``: :data:`ACKNOWLEDGEMENT_SCHEMA`'s columns (objects:
+        :func:`acknowledgement_table`)."""
         ...
 
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:

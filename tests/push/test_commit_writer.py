@@ -16,7 +16,7 @@ from connector.client import AccountTokens, ClientConfig, ServiceClient
 from connector.errors import SnapshotError
 from connector.plan import build_plan
 from connector.push import PushOptions, push_plan
-from connector.push._push import _days
+from connector.push._recorder import plan_days
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot, SnapshotStore
 
@@ -104,7 +104,9 @@ def test_a_failed_commit_fails_the_push(service: SandboxHandle, snapshot_file: P
         ),
         ([None, None], [None, None]),
         ([], []),
+        # An offset written with the date: the day written, not the day in UTC.
+        (["2026-03-01T23:30:00+02:00", None], [date(2026, 3, 1), None]),
     ],
 )
 def test_plan_dates_become_days_once_per_plan(values: list[Any], expected: list[Any]) -> None:
-    assert _days(pd.Series(values, dtype=object)) == expected
+    assert plan_days(pd.Series(values, dtype=object)).to_pylist() == expected

@@ -24,9 +24,9 @@ def test_changes_are_made_a_slice_at_a_time_while_earlier_ones_are_sent(
     make_changes = push_module._changes_of
     send = push_module._send
 
-    def changes_of(frame: Any) -> list[Any]:
+    def changes_of(frame: Any, *args: Any) -> list[Any]:
         slices.append((len(frame), len(sent)))
-        return make_changes(frame)
+        return make_changes(frame, *args)
 
     async def counted_send(change: Any, *args: Any) -> None:
         sent.append(change.record_id)

@@ -11,7 +11,7 @@ from connector.contract import Entity
 from connector.mapping.batches import mapped_records_from_resources
 from connector.plan import Plan
 from connector.records import MappedRecords
-from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore
+from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore, acknowledgement_table
 
 TODAY = date(2026, 6, 15)
 
@@ -74,19 +74,21 @@ def acknowledge_all(snapshot: SnapshotStore, plan: Plan) -> None:
     """What a push that got 200 for every change records."""
     now = datetime.now(UTC).replace(tzinfo=None)
     snapshot.record_acknowledgements(
-        [
-            Acknowledgement(
-                account_id=row.account_id,
-                entity=Entity(row.entity),
-                record_id=row.record_id,
-                content_hash=row.content_hash,
-                payload=row.payload,
-                checkin=None if pd.isna(row.checkin) else pd.Timestamp(row.checkin).date(),
-                checkout=None if pd.isna(row.checkout) else pd.Timestamp(row.checkout).date(),
-                status=RecordStatus(row.status_after),
-                acknowledged_at=now,
-                request_id="req-test",
-            )
-            for row in plan.changes.itertuples(index=False)
-        ]
+        acknowledgement_table(
+            [
+                Acknowledgement(
+                    account_id=row.account_id,
+                    entity=Entity(row.entity),
+                    record_id=row.record_id,
+                    content_hash=row.content_hash,
+                    payload=row.payload,
+                    checkin=None if pd.isna(row.checkin) else pd.Timestamp(row.checkin).date(),
+                    checkout=None if pd.isna(row.checkout) else pd.Timestamp(row.checkout).date(),
+                    status=RecordStatus(row.status_after),
+                    acknowledged_at=now,
+                    request_id="req-test",
+                )
+                for row in plan.changes.itertuples(index=False)
+            ]
+        )
     )

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from connector.contract import Entity
-from connector.snapshot import Snapshot, fingerprint_reader_of
+from connector.snapshot import Snapshot, acknowledgement_table, fingerprint_reader_of
 from tests.snapshot.test_source_fingerprints import CONNECTION, MAPPING, _ack, _mapped
 
 
@@ -17,7 +17,9 @@ from tests.snapshot.test_source_fingerprints import CONNECTION, MAPPING, _ack, _
 def snapshot_file(tmp_path: Path) -> Path:
     file = tmp_path / "snapshot.duckdb"
     with Snapshot.open(file) as snapshot:
-        snapshot.record_acknowledgements([_ack("R1", "h1"), _ack("R2", "h2")])
+        snapshot.record_acknowledgements(
+            acknowledgement_table([_ack("R1", "h1"), _ack("R2", "h2")])
+        )
         snapshot.record_fingerprints(
             CONNECTION, Entity.RESERVATION, MAPPING, _mapped(("R1", 11, "h1"), ("R2", 22, "h2"))
         )

@@ -13,7 +13,14 @@ from connector.canonical import canonical_json, content_hash
 from connector.contract import Entity
 from connector.plan import Force, Plan, ReconcilePolicy, RefreshPolicy, ResendOptions, build_plan
 from connector.records import QUARANTINE_COLUMNS, MappedRecords
-from connector.snapshot import Acknowledgement, DriftEvent, RecordStatus, RunRecord, SnapshotStore
+from connector.snapshot import (
+    Acknowledgement,
+    DriftEvent,
+    RecordStatus,
+    RunRecord,
+    SnapshotStore,
+    acknowledgement_table,
+)
 
 RUN_A = datetime(2026, 6, 1, 2, 0)
 RUN_B = datetime(2026, 6, 8, 2, 0)
@@ -44,7 +51,7 @@ def acknowledge(
                 request_id=None,
             )
         )
-    snapshot.record_acknowledgements(acks)
+    snapshot.record_acknowledgements(acknowledgement_table(acks))
 
 
 def record_run(snapshot: SnapshotStore, started: datetime) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import pandas as pd
 
 from connector.contract import Entity
-from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore
+from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore, acknowledgement_table
 
 CONNECTION = "hotel"
 MAPPING = "mapping-1"
@@ -55,7 +55,9 @@ def _stored(snapshot: SnapshotStore, mapping: str = MAPPING) -> dict[str, int]:
 def test_a_fingerprint_is_kept_only_for_what_the_service_holds_as_mapped(
     snapshot: SnapshotStore,
 ) -> None:
-    snapshot.record_acknowledgements([_ack("R1", "h1"), _ack("R2", "old"), _ack("R4", "h4")])
+    snapshot.record_acknowledgements(
+        acknowledgement_table([_ack("R1", "h1"), _ack("R2", "old"), _ack("R4", "h4")])
+    )
     kept = snapshot.record_fingerprints(
         CONNECTION,
         Entity.RESERVATION,
@@ -72,7 +74,9 @@ def test_a_fingerprint_is_kept_only_for_what_the_service_holds_as_mapped(
     assert _stored(snapshot, "mapping-2") == {}
 
     # R4 is cancelled since (gone from the export): its fingerprint no longer reads back.
-    snapshot.record_acknowledgements([_ack("R4", "h4-cancelled", RecordStatus.CANCELLED)])
+    snapshot.record_acknowledgements(
+        acknowledgement_table([_ack("R4", "h4-cancelled", RecordStatus.CANCELLED)])
+    )
     assert _stored(snapshot) == {"R1": 11}
 
     # A later run maps R1 again and it is quarantined: its fingerprint is forgotten.
@@ -81,7 +85,7 @@ def test_a_fingerprint_is_kept_only_for_what_the_service_holds_as_mapped(
 
 
 def test_a_new_mapping_fingerprint_forgets_every_older_one(snapshot: SnapshotStore) -> None:
-    snapshot.record_acknowledgements([_ack("R1", "h1"), _ack("R2", "h2")])
+    snapshot.record_acknowledgements(acknowledgement_table([_ack("R1", "h1"), _ack("R2", "h2")]))
     snapshot.record_fingerprints(
         CONNECTION, Entity.RESERVATION, MAPPING, _mapped(("R1", 1, "h1"), ("R2", 2, "h2"))
     )
