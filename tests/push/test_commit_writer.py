@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from push_samples import FAST_RETRY, batches_of, hotel
 
 from connector.client import AccountTokens, ClientConfig, ServiceClient
+from connector.contract import Entity
 from connector.errors import SnapshotError
 from connector.plan import build_plan
 from connector.push import PushOptions, push_plan
-from connector.push._recorder import plan_days
+from connector.push._recorder import acknowledged_rows, plan_days, recorded_columns
 from connector.sandbox.testing import SandboxHandle
-from connector.snapshot import Snapshot, SnapshotStore
+from connector.snapshot import (
+    ACKNOWLEDGEMENT_SCHEMA,
+    Acknowledgement,
+    RecordStatus,
+    Snapshot,
+    SnapshotStore,
+    acknowledgement_table,
+)
 
 
 class WatchedSnapshot:
@@ -110,3 +119,68 @@ def test_a_failed_commit_fails_the_push(service: SandboxHandle, snapshot_file: P
 )
 def test_plan_dates_become_days_once_per_plan(values: list[Any], expected: list[Any]) -> None:
     assert plan_days(pd.Series(values, dtype=object)).to_pylist() == expected
+
+
+def test_acknowledgements_are_taken_from_the_plans_own_columns() -> None:
+    documents = pa.chunked_array(
+        [['{"id":"R1"}', '{"id":"R2"}'], ['{"id":"R3"}']], pa.large_string()
+    )
+    changes = pd.DataFrame(
+        {
+            "account_id": pd.Series(["demo", "demo", "other"], dtype="str"),
+            "entity": pd.Series(["reservation"] * 3, dtype="str"),
+            "record_id": pd.Series(["R1", "R2", "R3"], dtype="str"),
+            "content_hash": pd.Series(["h1", "h2", "h3"], dtype="str"),
+            "payload": pd.Series(pd.array(documents, dtype="str")),
+            "status_after": pd.Series(["active", "cancelled", "active"], dtype="str"),
+            "checkin": pd.to_datetime(["2026-03-01", None, "2026-03-05"]),
+            "checkout": pd.to_datetime(["2026-03-03", None, "2026-03-06"]),
+        }
+    )
+    recorded = recorded_columns(changes)
+    # The documents are the plan's own buffers, chunk for chunk: no copy of a first run's 1M.
+    plan_chunks = pa.Table.from_pandas(changes[["payload"]]).column("payload").chunks
+    assert [c.buffers()[2].address for c in recorded.column("payload").chunks] == [
+        c.buffers()[2].address for c in plan_chunks
+    ]
+
+    at = [datetime(2026, 3, 1, 2, 0), datetime(2026, 3, 1, 2, 1)]
+    rows = acknowledged_rows(recorded, [2, 1], at, ["req-3", None], "hotel")
+
+    assert rows.schema == ACKNOWLEDGEMENT_SCHEMA
+    assert (
+        rows.to_pylist()
+        == acknowledgement_table(
+            [
+                Acknowledgement(
+                    "other",
+                    Entity.RESERVATION,
+                    "R3",
+                    "h3",
+                    '{"id":"R3"}',
+                    date(2026, 3, 5),
+                    date(2026, 3, 6),
+                    RecordStatus.ACTIVE,
+                    at[0],
+                    "req-3",
+                    "hotel",
+                ),
+                Acknowledgement(
+                    "demo",
+                    Entity.RESERVATION,
+                    "R2",
+                    "h2",
+                    '{"id":"R2"}',
+                    None,
+                    None,
+                    RecordStatus.CANCELLED,
+                    at[1],
+                    None,
+                    "hotel",
+                ),
+            ]
+        ).to_pylist()
+    )
+    assert acknowledged_rows(recorded, [0], at[:1], [None], None)["connection"].to_pylist() == [
+        None
+    ]
