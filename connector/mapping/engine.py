@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +42,10 @@ from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
 from connector.sources.files import FileState
 
-ValidatedPayloads = pa.Table | Callable[[], pa.Table | None]
-"""The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed:
-a run whose every record is carried over by fingerprint reads none."""
+ValidatedPayloads = pa.Table | Callable[[Sequence[str] | None], pa.Table | None]
+"""The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed,
+given the ids of the records to map (None: all): a run whose every record is carried over by
+fingerprint reads none, one that maps 1 % of them reads theirs."""
 
 
 BATCH_ROWS = 25_000
@@ -248,8 +249,8 @@ def map_records(
     input name, the last cursor value already synced: only newer rows are read. ``validated``
     holds the MD5s (column ``payload_md5``) of canonical payloads already known valid under
     the current contract (``connector.snapshot.validated_payloads``), or a function that reads
-    them, called only when some record is mapped: records with one of them are not validated
-    again. ``fingerprints`` reads the source fingerprints of earlier
+    them, called only when some record is mapped, with the ids of the records to map (None:
+    every record of the export): records with one of them are not validated again. ``fingerprints`` reads the source fingerprints of earlier
     runs: records whose rows are unchanged are carried over unmapped
     (``connector.mapping.fingerprints``).
     """
@@ -393,7 +394,10 @@ def _run(
             prepared.sources[name].load_into(connection, table_name(name))
         in_place = _read_in_place(connection, prepared, may_read_in_place - mapped_whole)
         _lock_down(connection, [item.path for item in in_place.values()])
-        known: str | None = None  # loaded when some record is mapped at all
+        # Loaded when some record is mapped at all: for the records a fingerprinted entity
+        # maps, or once for every record when an entity maps all of them.
+        known: str | None = None
+        known_for_all = False
         readers = Counter(query.input_name for query in prepared.queries.values())
         for entity, query in prepared.queries.items():
             sql = query.sql
@@ -404,8 +408,10 @@ def _run(
                 except duckdb.Error as error:
                     raise failed(query, error) from None
                 sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
-            if known is None and (split is None or len(split.mapped)):
-                known = _load_validated(connection, validated)
+            if not known_for_all and (split is None or len(split.mapped)):
+                ids = None if split is None else split.mapped["record_id"].dropna().tolist()
+                known = _load_validated(connection, validated, ids)
+                known_for_all = ids is None
             sql = sql.replace(VALIDATED_BEFORE, known or VALIDATED_BEFORE)
             parameters: list[Any] = []
             if window is not None and entity == Entity.RESERVATION:
@@ -511,17 +517,21 @@ def _keys_outside(
 
 
 def _load_validated(
-    connection: duckdb.DuckDBPyConnection, validated: ValidatedPayloads | None
+    connection: duckdb.DuckDBPyConnection,
+    validated: ValidatedPayloads | None,
+    record_ids: Sequence[str] | None,
 ) -> str:
-    """Load the validated payloads' MD5s; return the SQL that tells a payload is one of them."""
+    """Load the validated payloads' MD5s (of the records ``record_ids`` when the function that
+    reads them can narrow them); return the SQL that tells a payload is one of them."""
     if callable(validated):
-        validated = validated()
+        validated = validated(record_ids)
     if validated is None or not validated.num_rows:
         return VALIDATED_BEFORE
     connection.register("validated_arrow", validated)
     try:
         connection.execute(
-            "CREATE TABLE validated_payloads AS SELECT DISTINCT payload_md5 FROM validated_arrow"
+            "CREATE OR REPLACE TABLE validated_payloads AS "
+            "SELECT DISTINCT payload_md5 FROM validated_arrow"
         )
     finally:
         connection.unregister("validated_arrow")

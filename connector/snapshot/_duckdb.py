@@ -950,8 +950,11 @@ def _migrate(connection: duckdb.DuckDBPyConnection, file: Path) -> None:
         raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
 
 
-def validated_payloads(path: str | Path) -> pa.Table | None:
-    """MD5s of the payloads a snapshot file knows valid under the current contract.
+def validated_payloads(
+    path: str | Path, record_ids: Sequence[str] | None = None
+) -> pa.Table | None:
+    """MD5s of the payloads a snapshot file knows valid under the current contract; with
+    ``record_ids``, of those records' payloads only (the records a run maps).
 
     Read through a separate read-only connection before a run opens the snapshot. None when
     there is nothing to read: no file yet, a schema before this cache, or a file another
@@ -965,9 +968,13 @@ def validated_payloads(path: str | Path) -> pa.Table | None:
             (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
             if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None
+            among = ""
+            if record_ids is not None:
+                connection.register("ids_to_map", pa.table({"record_id": record_ids}))
+                among = " AND record_id IN (SELECT record_id FROM ids_to_map)"
             return connection.sql(
                 "SELECT DISTINCT payload_md5 FROM acknowledged "
-                "WHERE validated_with = $contract AND payload_md5 IS NOT NULL",
+                "WHERE validated_with = $contract AND payload_md5 IS NOT NULL" + among,
                 params={"contract": CONTRACT_FINGERPRINT},
             ).to_arrow_table()
     except duckdb.Error:

@@ -808,12 +808,15 @@ class PostgresSnapshot(PortableReads):
 
     # -- the cache of payloads known valid ------------------------------------------------
 
-    def validated_payloads(self) -> pa.Table:
-        """MD5s of the acknowledged payloads the current contract validated."""
+    def validated_payloads(self, record_ids: Sequence[str] | None = None) -> pa.Table:
+        """MD5s of the acknowledged payloads the current contract validated (of the records
+        ``record_ids`` only, when given)."""
+        among = "" if record_ids is None else " AND record_id = ANY(CAST(:ids AS text[]))"
         found = self._query(
             "SELECT DISTINCT payload_md5 FROM acknowledged "
-            "WHERE validated_with = :contract AND payload_md5 IS NOT NULL",
-            {"contract": CONTRACT_FINGERPRINT},
+            "WHERE validated_with = :contract AND payload_md5 IS NOT NULL" + among,
+            {"contract": CONTRACT_FINGERPRINT}
+            | ({} if record_ids is None else {"ids": list(record_ids)}),
         )
         return pa.Table.from_pandas(found, preserve_index=False)
 

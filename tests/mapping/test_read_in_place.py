@@ -118,7 +118,7 @@ def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -
     mapping, snapshot, bookings = _synced_hotel(tmp_path / "hotel")
     bookings.write_text(bookings.read_text().replace("Smith", "Smyth", 1))  # a record to map
 
-    def rewrite_while_mapping() -> None:
+    def rewrite_while_mapping(record_ids: object) -> None:
         # Asked for once the split has read the file, before the records to map are read:
         # the PMS writes a new export meanwhile.
         bookings.write_text(bookings.read_text().replace("Smyth", "Smithe", 1))
@@ -194,3 +194,24 @@ def test_a_windowed_run_read_in_place_knows_every_record_outside_its_window(
     )
     assert set(ours.records["record_id"]) == set(full.records["record_id"])
     assert 0 < len(ours.records) - ours.carried < len(ours.records)
+
+
+def test_a_run_that_maps_one_changed_record_asks_for_that_records_validated_payloads_only(
+    tmp_path: Path,
+) -> None:
+    mapping, snapshot, bookings = _synced_hotel(tmp_path / "hotel")
+    bookings.write_text(bookings.read_text().replace("Smith", "Smyth", 1))
+    asked: list[list[str] | None] = []
+
+    def known_valid(record_ids: list[str] | None) -> pa.Table:
+        asked.append(None if record_ids is None else sorted(record_ids))
+        return pa.table({"payload_md5": pa.array([], pa.string())})
+
+    mapped = map_records(load_mapping(mapping), fingerprints=snapshot, validated=known_valid)
+
+    reservations = mapped[Entity.RESERVATION].records
+    fresh = sorted(reservations.loc[reservations["source_rows"] != "", "record_id"])
+    assert len(fresh) == 1
+    # The units are all carried over (nothing asked for them); the one reservation mapped
+    # asks for its own payload's MD5, not the snapshot's whole table.
+    assert asked == [fresh]

@@ -85,3 +85,19 @@ def test_migration_6_fills_the_md5_of_payloads_acknowledged_before_it(
         rows = store.acknowledged()
     assert sorted(rows["payload_md5"]) == sorted(map(_md5, payloads))
     assert rows["validated_with"].isna().all()  # no contract is assumed for them
+
+
+def test_the_records_a_run_maps_read_their_own_payloads_only(
+    snapshot_location: str | Path,
+) -> None:
+    # On either backend: a run that maps U2 reads U2's MD5, not the whole table's.
+    payloads = _acknowledged_once(snapshot_location)  # type: ignore[arg-type]
+    u2 = [_md5(payload) for payload in payloads if '"id":"U2"' in payload]
+
+    only_u2 = validated_payloads(snapshot_location, ["U2", "U9"])
+    every = validated_payloads(snapshot_location)
+
+    assert only_u2 is not None and every is not None
+    assert only_u2.column("payload_md5").to_pylist() == u2
+    assert sorted(every.column("payload_md5").to_pylist()) == sorted(map(_md5, payloads))
+    assert validated_payloads(snapshot_location, []).num_rows == 0  # type: ignore[union-attr]
