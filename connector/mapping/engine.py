@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,7 @@ from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
 from connector.sources.files import FileState
 
-ValidatedPayloads = pa.Table | Callable[[Sequence[str] | None], pa.Table | None]
+ValidatedPayloads = pa.Table | Callable[[pa.Array | None], pa.Table | None]
 """The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed,
 given the ids of the records to map (None: all): a run whose every record is carried over by
 fingerprint reads none, one that maps 1 % of them reads theirs."""
@@ -250,9 +250,9 @@ def map_records(
     holds the MD5s (column ``payload_md5``) of canonical payloads already known valid under
     the current contract (``connector.snapshot.validated_payloads``), or a function that reads
     them, called only when some record is mapped, with the ids of the records to map (None:
-    every record of the export): records with one of them are not validated again. ``fingerprints`` reads the source fingerprints of earlier
-    runs: records whose rows are unchanged are carried over unmapped
-    (``connector.mapping.fingerprints``).
+    every record of the export): records with one of them are not validated again.
+    ``fingerprints`` reads the source fingerprints of earlier runs: records whose rows are
+    unchanged are carried over unmapped (``connector.mapping.fingerprints``).
     """
     prepared = prepare(mapping, entities)
     return run_prepared(
@@ -409,7 +409,8 @@ def _run(
                     raise failed(query, error) from None
                 sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
             if not known_for_all and (split is None or len(split.mapped)):
-                ids = None if split is None else split.mapped["record_id"].dropna().tolist()
+                # The split's keys are never blank (blank ones are mapped and quarantined).
+                ids = None if split is None else pa.array(split.mapped["record_id"])
                 known = _load_validated(connection, validated, ids)
                 known_for_all = ids is None
             sql = sql.replace(VALIDATED_BEFORE, known or VALIDATED_BEFORE)
@@ -519,7 +520,7 @@ def _keys_outside(
 def _load_validated(
     connection: duckdb.DuckDBPyConnection,
     validated: ValidatedPayloads | None,
-    record_ids: Sequence[str] | None,
+    record_ids: pa.Array | None,
 ) -> str:
     """Load the validated payloads' MD5s (of the records ``record_ids`` when the function that
     reads them can narrow them); return the SQL that tells a payload is one of them."""

@@ -240,11 +240,8 @@ class _Change(NamedTuple):
     checkin: date | None
     checkout: date | None
     row: int  # its position in the plan, whose columns the recorder records it from
-
-
-_FRAME_MEMBERS = _Change._fields[:-3]
-"""The members read from the plan's frame as they are (the days come from the recorded
-columns, converted once for the plan; the row is the position)."""
+    # The days are read from the recorder's columns (converted once for the plan), the row is
+    # the position; every other member is the plan frame's column of its name.
 
 
 def push_plan(
@@ -355,10 +352,13 @@ def _changes_of(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> li
     """The rows as changes, each column's dates and enums converted at once for all of them."""
     # Whole columns to lists, then zipped: iterating rows of Arrow-backed columns one value
     # at a time costs more than the conversion.
-    columns = [_column(frame[name], name) for name in _FRAME_MEMBERS]
     days = recorded.select(["checkin", "checkout"]).take(pa.array(rows, pa.int64()))
-    columns += [days.column(0).to_pylist(), days.column(1).to_pylist(), rows.tolist()]
-    return [_Change(*row) for row in zip(*columns, strict=True)]
+    columns = {name: days.column(name).to_pylist() for name in days.column_names}
+    columns["row"] = rows.tolist()
+    members = [
+        columns[name] if name in columns else _column(frame[name], name) for name in _Change._fields
+    ]
+    return [_Change(*row) for row in zip(*members, strict=True)]
 
 
 def _column(column: pd.Series, name: str) -> list[Any]:

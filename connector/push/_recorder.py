@@ -39,8 +39,8 @@ def recorded_columns(changes: pd.DataFrame) -> pa.Table:
     strings = pa.Table.from_pandas(changes.loc[:, list(_FROM_PLAN)], preserve_index=False)
     columns = {snapshot: strings.column(plan) for plan, snapshot in _FROM_PLAN.items()}
     columns |= {name: plan_days(changes[name]) for name in ("checkin", "checkout")}
-    names = [name for name in ACKNOWLEDGEMENT_SCHEMA.names if name in columns]
-    return pa.table([columns[name] for name in names], schema=_schema_of(names))
+    fields = [field for field in ACKNOWLEDGEMENT_SCHEMA if field.name in columns]
+    return pa.table([columns[field.name] for field in fields], schema=pa.schema(fields))
 
 
 def plan_days(column: pd.Series) -> pa.Array:
@@ -80,10 +80,6 @@ def acknowledged_rows(
         )
         .select(ACKNOWLEDGEMENT_SCHEMA.names)
     )
-
-
-def _schema_of(names: list[str]) -> pa.Schema:
-    return pa.schema([ACKNOWLEDGEMENT_SCHEMA.field(name) for name in names])
 
 
 class _Recorder:

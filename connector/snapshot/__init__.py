@@ -7,7 +7,7 @@ the push depend on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,9 +92,7 @@ class Snapshot:
             yield store
 
 
-def validated_payloads(
-    location: str | Path, record_ids: Sequence[str] | None = None
-) -> pa.Table | None:
+def validated_payloads(location: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
     """MD5s of the payloads the snapshot knows valid under the current contract (None: none
     known); with ``record_ids``, of those records' payloads only: a run that maps 10,000
     records of 1M reads 10,000 MD5s, not 1M. Read before a run opens the snapshot for

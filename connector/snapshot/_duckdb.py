@@ -950,9 +950,7 @@ def _migrate(connection: duckdb.DuckDBPyConnection, file: Path) -> None:
         raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
 
 
-def validated_payloads(
-    path: str | Path, record_ids: Sequence[str] | None = None
-) -> pa.Table | None:
+def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
     """MD5s of the payloads a snapshot file knows valid under the current contract; with
     ``record_ids``, of those records' payloads only (the records a run maps).
 

@@ -223,7 +223,7 @@ class PostgresSnapshot(PortableReads):
             [
                 ack
                 | {
-                    "payload_md5": hashlib.md5(str(ack["payload"]).encode()).hexdigest(),
+                    "payload_md5": hashlib.md5(ack["payload"].encode()).hexdigest(),
                     "validated_with": CONTRACT_FINGERPRINT,
                 }
                 for ack in acknowledgements.to_pylist()
@@ -808,7 +808,7 @@ class PostgresSnapshot(PortableReads):
 
     # -- the cache of payloads known valid ------------------------------------------------
 
-    def validated_payloads(self, record_ids: Sequence[str] | None = None) -> pa.Table:
+    def validated_payloads(self, record_ids: pa.Array | None = None) -> pa.Table:
         """MD5s of the acknowledged payloads the current contract validated (of the records
         ``record_ids`` only, when given)."""
         among = "" if record_ids is None else " AND record_id = ANY(CAST(:ids AS text[]))"
@@ -816,7 +816,7 @@ class PostgresSnapshot(PortableReads):
             "SELECT DISTINCT payload_md5 FROM acknowledged "
             "WHERE validated_with = :contract AND payload_md5 IS NOT NULL" + among,
             {"contract": CONTRACT_FINGERPRINT}
-            | ({} if record_ids is None else {"ids": list(record_ids)}),
+            | ({} if record_ids is None else {"ids": record_ids.to_pylist()}),
         )
         return pa.Table.from_pandas(found, preserve_index=False)
 

@@ -203,8 +203,8 @@ def test_a_run_that_maps_one_changed_record_asks_for_that_records_validated_payl
     bookings.write_text(bookings.read_text().replace("Smith", "Smyth", 1))
     asked: list[list[str] | None] = []
 
-    def known_valid(record_ids: list[str] | None) -> pa.Table:
-        asked.append(None if record_ids is None else sorted(record_ids))
+    def known_valid(record_ids: pa.Array | None) -> pa.Table:
+        asked.append(None if record_ids is None else sorted(record_ids.to_pylist()))
         return pa.table({"payload_md5": pa.array([], pa.string())})
 
     mapped = map_records(load_mapping(mapping), fingerprints=snapshot, validated=known_valid)
