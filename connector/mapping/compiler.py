@@ -59,6 +59,9 @@ class EntityQuery:
     # The rows of the entity's own input that make each record (_src, _row, account_id,
     # record_id), without any document: what source fingerprints are computed over.
     key_rows_sql: str = ""
+    # Each row of the entity's own input, whole, as the struct INPUT_ROW, with the account_id
+    # and record_id it gives: the rows of the records to map are kept from it in one read.
+    narrow_rows_sql: str = ""
     # Inputs read besides the entity's own rows (joins, lists from other inputs): their whole
     # content shapes every record, so it is part of the mapping's fingerprint.
     joined_inputs: list[str] = field(default_factory=list)
@@ -288,6 +291,12 @@ class Compiler:
         )
         record_id = compiler.leaf(fields.id, None, (*fields_member, "id"), "id")
         self._in_key = False
+        # What the key alone reads (compiled first, so the head of each list): a query of the
+        # keys joins neither the lists nor the reference tables the document's other members
+        # need, which DuckDB would join even though no column of theirs is read.
+        key_raw_columns = list(compiler.raw_columns)
+        key_value_columns = list(compiler.value_columns)
+        key_value_joins = list(compiler.value_joins)
         unit_value = {"checkin": "NULL", "checkout": "NULL", "id": "NULL"}
         if entity == Entity.ACCOMMODATION:
             # The engine's default status: a unit present in the export is active.
@@ -371,15 +380,53 @@ class Compiler:
         if not volatile or hash_in_python:
             texts += ["NULL::VARCHAR AS hdoc", "NULL::VARCHAR AS htail", "NULL::VARCHAR AS hunit"]
         ctes = list(self._ctes)
-        ctes.append(
-            f"raw AS NOT MATERIALIZED (SELECT {stage1} FROM {quote_identifier(table_name(spec.input))} AS "
-            f"{scope.alias} {' '.join(join_clauses)} {' '.join(compiler.child_joins)} "
-            f"WHERE {where} AND {ROWS_TO_MAP})"
+        rows_of_input = (
+            f"FROM {quote_identifier(table_name(spec.input))} AS {scope.alias} "
+            f"{' '.join(join_clauses)}"
         )
-        row_columns = (
-            f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, "
+        ctes.append(
+            f"raw AS NOT MATERIALIZED (SELECT {stage1} {rows_of_input} "
+            f"{' '.join(compiler.child_joins)} WHERE {where} AND {ROWS_TO_MAP})"
+        )
+        record_key = (
             f"CAST({account.sql} AS VARCHAR) AS account_id, "
-            f"CAST({record_id.sql} AS VARCHAR) AS record_id, {compiler.errors()} AS errs, "
+            f"CAST({record_id.sql} AS VARCHAR) AS record_id"
+        )
+        # The whole input row as one struct, named column by column (a bare table alias
+        # would bind to a column of that name). Every row appears once: a join keeps one
+        # matching row, and reference keys are unique.
+        input_row = "struct_pack({})".format(
+            ", ".join(
+                f"{quote_identifier(name)} := {scope.alias}.{quote_identifier(name)}"
+                for name in [*self.headers[spec.input], SOURCE_COLUMN, ROW_COLUMN]
+            )
+        )
+
+        def key_rows(with_input_row: bool) -> str:
+            """SQL of each row's key, and of the whole input row ``with_input_row``."""
+            kept = [f"{input_row} AS {INPUT_ROW}"] if with_input_row else []
+            stage = ", ".join(
+                [
+                    f"{scope.alias}.{SOURCE_COLUMN}",
+                    f"{scope.alias}.{ROW_COLUMN}",
+                    f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
+                    *key_raw_columns,
+                    *kept,
+                ]
+            )
+            values = ", ".join(["key_raw.*", *key_value_columns])
+            selected = INPUT_ROW if with_input_row else f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}"
+            return (
+                f"WITH key_raw AS NOT MATERIALIZED (SELECT {stage} {rows_of_input} "
+                f"WHERE {where}),\nkey_val AS NOT MATERIALIZED (SELECT {values} FROM key_raw "
+                f"{' '.join(key_value_joins)})\nSELECT {selected}, {record_key} FROM key_val"
+            )
+
+        key_rows_sql, narrow_rows_sql = key_rows(False), key_rows(True)
+
+        row_columns = (
+            f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, {record_key}, "
+            f"{compiler.errors()} AS errs, "
             f"{', '.join(texts)}, {checks} AS checks, "
             f"CAST({unit_value['checkin']} AS VARCHAR) AS unit_checkin, "
             f"CAST({unit_value['checkout']} AS VARCHAR) AS unit_checkout, "
@@ -407,10 +454,6 @@ class Compiler:
                     "WITH " + ",\n".join(ctes) + "\nSELECT account_id, record_id, "
                     "min(TRY_CAST(unit_checkin AS DATE)) AS checkin FROM rows GROUP BY ALL"
                 )
-                key_rows_sql = (
-                    "WITH " + ",\n".join(ctes) + f"\nSELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
-                    f"{ROW_HASH}, account_id, record_id FROM rows"
-                )
                 ctes.append(
                     f"multi_rows AS MATERIALIZED (SELECT {SOURCE_COLUMN}, {ROW_COLUMN} FROM rows "
                     "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
@@ -437,6 +480,7 @@ class Compiler:
             hash_in_python=hash_in_python,
             keys_sql=keys_sql,
             key_rows_sql=key_rows_sql,
+            narrow_rows_sql=narrow_rows_sql,
             joined_inputs=sorted(set(self._joined_inputs)),
             fingerprintable=self._fingerprintable,
             row_alias=scope.alias,
@@ -493,6 +537,9 @@ def row_hash_sql(alias: str, columns: list[str]) -> str:
     values = ", ".join(f"{alias}.{quote_identifier(name)}" for name in columns) or "NULL"
     return f"hash({values})"
 
+
+INPUT_ROW = "_input_row"
+"""Column of ``EntityQuery.narrow_rows_sql``: the input row, every column, as one struct."""
 
 ROWS_TO_MAP = "(/* rows to map */ true)"
 """Placeholder in an entity's row filter: the engine replaces it to leave out the rows of

@@ -402,12 +402,21 @@ def _run(
         for entity, query in prepared.queries.items():
             sql = query.sql
             split: FingerprintSplit | None = None
-            if entity in fingerprinted:
-                try:
-                    split = split_by_fingerprint(connection, query, fingerprinted[entity])
-                except duckdb.Error as error:
-                    raise failed(query, error) from None
-                sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
+            elsewhere = None
+            try:
+                if window is not None and entity == Entity.RESERVATION:
+                    elsewhere = _keys_outside(connection, query, window)
+                if entity in fingerprinted:
+                    # An input read in place that no other entity reads: only its rows to map.
+                    split = split_by_fingerprint(
+                        connection,
+                        query,
+                        fingerprinted[entity],
+                        narrow=query.input_name in in_place and readers[query.input_name] == 1,
+                    )
+                    sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
+            except duckdb.Error as error:
+                raise failed(query, error) from None
             if not known_for_all and (split is None or len(split.mapped)):
                 # The split's keys are never blank (blank ones are mapped and quarantined).
                 ids = None if split is None else pa.array(split.mapped["record_id"])
@@ -422,18 +431,8 @@ def _run(
                 )
                 parameters = [window.start, window.end]
             validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
-            elsewhere = None
             try:
-                if window is not None and entity == Entity.RESERVATION:
-                    elsewhere = _keys_outside(connection, query, window)
                 if split is None or not split.nothing_to_map:
-                    # An input read in place that no other entity reads: only its rows to map.
-                    if (
-                        split is not None
-                        and query.input_name in in_place
-                        and readers[query.input_name] == 1
-                    ):
-                        _narrow(connection, query, split)
                     _validate_batches(connection, sql, parameters, validator)
             except duckdb.Error as error:
                 raise failed(query, error) from None
@@ -444,25 +443,6 @@ def _run(
     # loaded inputs, the query's hash tables) is given back before the documents, kept
     # compressed while the queries ran, are expanded.
     return {mapped.entity: mapped.result(window) for mapped in finishing}
-
-
-def _narrow(
-    connection: duckdb.DuckDBPyConnection, query: EntityQuery, split: FingerprintSplit
-) -> None:
-    """Keep, of the entity's input read in place, only the rows of the records to map.
-
-    The mapping query reads its input more than once (records of one row, of several), each
-    time the whole file: the few rows a nightly run maps are read from it once instead.
-    """
-    table = table_name(query.input_name)
-    rows = f"{table}__to_map"
-    connection.execute(
-        f"CREATE OR REPLACE TABLE {quote_identifier(rows)} AS SELECT * "
-        f"FROM {quote_identifier(table)} AS {query.row_alias} WHERE {split.rows_to_map(query)}"
-    )
-    connection.execute(
-        f"CREATE OR REPLACE VIEW {quote_identifier(table)} AS SELECT * FROM {quote_identifier(rows)}"
-    )
 
 
 @dataclass

@@ -15,6 +15,7 @@ import pytest
 from connector.contract import Entity
 from connector.errors import ExportIncompleteError, SourceError
 from connector.mapping import load_mapping, map_records
+from connector.mapping.engine import prepare
 from connector.mapping.fingerprints import FingerprintReader
 from connector.records import FINGERPRINT_COLUMNS, DateWindow, MappedRecords
 from connector.sources.csv_source import CsvSource
@@ -215,3 +216,42 @@ def test_a_run_that_maps_one_changed_record_asks_for_that_records_validated_payl
     # The units are all carried over (nothing asked for them); the one reservation mapped
     # asks for its own payload's MD5, not the snapshot's whole table.
     assert asked == [fresh]
+
+
+def test_the_rows_to_map_keep_every_column_whatever_the_columns_are_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed run keeps the rows it maps in one more read of the export, each row whole
+    (``narrow_rows_sql``): a column named as the query's alias for the input is a column."""
+    mapping = pinned_hotel(tmp_path / "hotel")
+    bookings = mapping.parent / "data" / "bookings.csv"
+    alias = prepare(load_mapping(mapping)).queries[Entity.RESERVATION].row_alias
+    frame = pd.read_csv(bookings, dtype=str, keep_default_na=False)
+    frame[alias] = "a column, not the row"
+    frame.to_csv(bookings, index=False)
+    snapshot = _Snapshot(_first_run(mapping))
+    frame.loc[3, "guest_last_name"] = "Changed"
+    frame.loc[4, "booking_no"] = ""  # a row of no record: mapped, and quarantined
+    frame.to_csv(bookings, index=False)
+
+    loaded = _loads(monkeypatch)
+    in_place = map_records(load_mapping(mapping), fingerprints=snapshot)[Entity.RESERVATION]
+    assert "bookings" not in loaded  # read in place to the end, not loaded after a failure
+    full = map_records(load_mapping(mapping))[Entity.RESERVATION]
+
+    fresh = in_place.records[in_place.records["source_rows"] != ""]
+    assert 0 < len(fresh) < len(in_place.records)
+    expected = full.records.merge(fresh[["account_id", "record_id"]])
+    assert len(expected) == len(fresh)
+    assert set(fresh["content_hash"]) == set(expected["content_hash"])
+    assert set(fresh["source_rows"]) == set(expected["source_rows"])
+    assert in_place.quarantine.equals(full.quarantine)
+
+
+def test_the_keys_are_read_without_the_reference_tables_the_documents_need(
+    tmp_path: Path,
+) -> None:
+    query = prepare(load_mapping(pinned_hotel(tmp_path / "hotel"))).queries[Entity.RESERVATION]
+    assert "pms_languages" in query.sql  # the guest's language
+    assert "pms_languages" not in query.key_rows_sql
+    assert "pms_languages" not in query.narrow_rows_sql
