@@ -75,8 +75,13 @@ def test_a_401_for_an_expired_token_renews_it_once_and_sends_the_request_again(
     assert result.exit_code == 0
     assert report["outcomes"]["acknowledged"] == 60
     assert report["stopped_accounts"] == {}
-    assert report["accounts_discovery"]["renewed_after_401"] >= 1
+    # The requests on the way when the token expired met a 401 and were sent again after
+    # one renewal. Whether that renewal counts as after a 401 or as due is a race: a request
+    # leaving after the expiry renews it too, and whichever comes first renews it for both.
     assert report["retried_after_renewal"] >= 1
+    assert 1 <= report["token_renewals"] <= report["push_duration_s"] / SHORT_LIFETIME_S + 1
+    discovery = report["accounts_discovery"]
+    assert discovery["renewed_after_401"] <= discovery["token_renewals"]
     answered_401 = chain.stats()["requests"]["POST /api/v1/hooks/accommodation/connect"]["401"]
     assert answered_401 == report["retried_after_renewal"]
     assert chain.count("acc-001", "accommodation") == 60
