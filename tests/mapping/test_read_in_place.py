@@ -255,3 +255,39 @@ def test_the_keys_are_read_without_the_reference_tables_the_documents_need(
     assert "pms_languages" in query.sql  # the guest's language
     assert "pms_languages" not in query.key_rows_sql
     assert "pms_languages" not in query.narrow_rows_sql
+
+
+def test_a_changed_export_of_several_files_maps_the_records_a_full_run_maps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several files are loaded, not read in place: the rows to map are then found by their
+    positions (``ROWS_TO_MAP_TABLE``), not narrowed."""
+    mapping = pinned_hotel(tmp_path / "hotel")
+    data = mapping.parent / "data"
+    frame = pd.read_csv(data / "bookings.csv", dtype=str, keep_default_na=False)
+    (data / "bookings.csv").unlink()
+    halves = {data / "bookings-1.csv": frame.iloc[:20], data / "bookings-2.csv": frame.iloc[20:]}
+    for path, half in halves.items():
+        half.to_csv(path, index=False)
+    mapping.write_text(
+        mapping.read_text().replace("path: data/bookings.csv", "path: data/bookings-*.csv")
+    )
+    snapshot = _Snapshot(_first_run(mapping))
+    second = frame.iloc[20:].copy()
+    second.iloc[3, second.columns.get_loc("guest_last_name")] = "Changed"
+    second.iloc[4, second.columns.get_loc("booking_no")] = ""  # no record: quarantined
+    second.to_csv(data / "bookings-2.csv", index=False)
+
+    loaded = _loads(monkeypatch)
+    ours = map_records(load_mapping(mapping), fingerprints=snapshot)[Entity.RESERVATION]
+    assert "bookings" in loaded
+    full = map_records(load_mapping(mapping))[Entity.RESERVATION]
+
+    fresh = ours.records[ours.records["source_rows"] != ""]
+    assert 0 < len(fresh) < len(ours.records)
+    expected = full.records.merge(fresh[["account_id", "record_id"]])
+    assert len(expected) == len(fresh)
+    assert set(fresh["content_hash"]) == set(expected["content_hash"])
+    assert set(fresh["source_rows"]) == set(expected["source_rows"])
+    assert len(ours.quarantine) and ours.quarantine.equals(full.quarantine)
+    assert set(ours.records["record_id"]) == set(full.records["record_id"])
