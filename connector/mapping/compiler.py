@@ -339,15 +339,13 @@ class Compiler:
             fields.unitReservations.input is None
         ):
             where = f"({where}) AND ({compiler.where(fields.unitReservations.filter, (*units_member, 'filter'))})"
-        stage1 = ", ".join(
-            [
-                f"{scope.alias}.{SOURCE_COLUMN}",
-                f"{scope.alias}.{ROW_COLUMN}",
-                # Only the source fingerprints read it; every other query leaves it uncomputed.
-                f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
-                *compiler.raw_columns,
-            ]
-        )
+        row_head = [
+            f"{scope.alias}.{SOURCE_COLUMN}",
+            f"{scope.alias}.{ROW_COLUMN}",
+            # Only the source fingerprints read it; every other query leaves it uncomputed.
+            f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
+        ]
+        stage1 = ", ".join([*row_head, *compiler.raw_columns])
         values = ", ".join(["raw.*", *compiler.value_columns])
         volatile = sorted(set(self._volatile))
         record_volatile, unit_volatile = _split_volatile(entity, volatile)
@@ -405,15 +403,7 @@ class Compiler:
         def key_rows(with_input_row: bool) -> str:
             """SQL of each row's key, and of the whole input row ``with_input_row``."""
             kept = [f"{input_row} AS {INPUT_ROW}"] if with_input_row else []
-            stage = ", ".join(
-                [
-                    f"{scope.alias}.{SOURCE_COLUMN}",
-                    f"{scope.alias}.{ROW_COLUMN}",
-                    f"{row_hash_sql(scope.alias, self.headers[spec.input])} AS {ROW_HASH}",
-                    *key_raw_columns,
-                    *kept,
-                ]
-            )
+            stage = ", ".join([*row_head, *key_raw_columns, *kept])
             values = ", ".join(["key_raw.*", *key_value_columns])
             selected = INPUT_ROW if with_input_row else f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}"
             return (
