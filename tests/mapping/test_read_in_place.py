@@ -65,6 +65,19 @@ def _loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return loaded
 
 
+def _maps_as_a_full_run(ours: MappedRecords, full: MappedRecords) -> None:
+    """The records a fingerprinted run mapped (carried ones have no source rows) are those a
+    full run maps, from the same rows, and its quarantine is the full run's."""
+    fresh = ours.records[ours.records["source_rows"] != ""]
+    assert 0 < len(fresh) < len(ours.records)
+    expected = full.records.merge(fresh[["account_id", "record_id"]])
+    assert len(expected) == len(fresh)
+    assert set(fresh["content_hash"]) == set(expected["content_hash"])
+    assert set(fresh["source_rows"]) == set(expected["source_rows"])
+    assert ours.quarantine.equals(full.quarantine)
+    assert set(ours.records["record_id"]) == set(full.records["record_id"])
+
+
 def _synced_hotel(folder: Path) -> tuple[Path, _Snapshot, Path]:
     """The hotel example after a first run the service acknowledged whole: its mapping, what
     the snapshot keeps, and its bookings export."""
@@ -106,13 +119,7 @@ def test_the_records_a_changed_export_maps_are_those_of_a_run_that_loads_it(
     assert 0 < len(mapped.records) - mapped.carried < len(mapped.records)
     quarantined = mapped.quarantine
     assert len(quarantined) and set(quarantined["rows"]) == {"8"}  # the data row, 1-based
-    # Carried records have no source rows; the mapped ones name theirs as a full run does.
-    full = remapped[Entity.RESERVATION]
-    fresh = mapped.records[mapped.records["source_rows"] != ""]
-    expected = full.records.merge(fresh[["account_id", "record_id"]])
-    assert set(fresh["source_rows"]) == set(expected["source_rows"])
-    assert set(fresh["content_hash"]) == set(expected["content_hash"])
-    assert mapped.quarantine.equals(full.quarantine)
+    _maps_as_a_full_run(mapped, remapped[Entity.RESERVATION])
 
 
 def test_an_export_rewritten_while_the_run_reads_it_is_refused(tmp_path: Path) -> None:
@@ -239,13 +246,8 @@ def test_the_rows_to_map_keep_every_column_whatever_the_columns_are_called(
     assert "bookings" not in loaded  # read in place to the end, not loaded after a failure
     full = map_records(load_mapping(mapping))[Entity.RESERVATION]
 
-    fresh = in_place.records[in_place.records["source_rows"] != ""]
-    assert 0 < len(fresh) < len(in_place.records)
-    expected = full.records.merge(fresh[["account_id", "record_id"]])
-    assert len(expected) == len(fresh)
-    assert set(fresh["content_hash"]) == set(expected["content_hash"])
-    assert set(fresh["source_rows"]) == set(expected["source_rows"])
-    assert in_place.quarantine.equals(full.quarantine)
+    assert len(in_place.quarantine)
+    _maps_as_a_full_run(in_place, full)
 
 
 def test_the_keys_are_read_without_the_reference_tables_the_documents_need(
@@ -283,11 +285,5 @@ def test_a_changed_export_of_several_files_maps_the_records_a_full_run_maps(
     assert "bookings" in loaded
     full = map_records(load_mapping(mapping))[Entity.RESERVATION]
 
-    fresh = ours.records[ours.records["source_rows"] != ""]
-    assert 0 < len(fresh) < len(ours.records)
-    expected = full.records.merge(fresh[["account_id", "record_id"]])
-    assert len(expected) == len(fresh)
-    assert set(fresh["content_hash"]) == set(expected["content_hash"])
-    assert set(fresh["source_rows"]) == set(expected["source_rows"])
-    assert len(ours.quarantine) and ours.quarantine.equals(full.quarantine)
-    assert set(ours.records["record_id"]) == set(full.records["record_id"])
+    assert len(ours.quarantine)
+    _maps_as_a_full_run(ours, full)
