@@ -21,11 +21,13 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Protocol
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
+from connector.duckdb_memory import open_duckdb
 from connector.mapping.compiler import INPUT_ROW, ROW_HASH, EntityQuery, row_hash_sql
 from connector.mapping.model import Mapping
 from connector.mapping.scope_sql import table_name
@@ -288,16 +290,24 @@ def narrow_input(connection: duckdb.DuckDBPyConnection, query: EntityQuery) -> N
 
 def mapped_fingerprints(mapped: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     """MAPPED_COLUMNS: each mapped record's fingerprint with the content hash it mapped to
-    (None when the record was quarantined)."""
-    hashes = records.loc[:, ["account_id", "record_id", "content_hash"]].rename(
-        columns={"account_id": "source_account"}
-    )
-    frame = mapped.merge(hashes, on=["source_account", "record_id"], how="left")
-    frame["account_id"] = frame["source_account"]
-    frame["content_hash"] = (
-        frame["content_hash"].astype(object).where(frame["content_hash"].notna(), None)
-    )
-    return frame.loc[:, list(MAPPED_COLUMNS)]
+    (null when the record was quarantined)."""
+    # Joined by DuckDB: a first run maps every record, and pandas' merge on two text keys
+    # took 2 s at 1M records (Arrow's hash join 1.2 s), DuckDB's 0.5 s.
+    keys = mapped.loc[:, ["source_account", "record_id", "fingerprint"]]
+    with open_duckdb(":memory:") as connection:
+        connection.register("mapped", keys.assign(position=np.arange(len(keys))))
+        connection.register("hashes", records.loc[:, ["account_id", "record_id", "content_hash"]])
+        joined = connection.sql(
+            """
+            SELECT m.source_account, m.source_account AS account_id, m.record_id,
+                   m.fingerprint, h.content_hash
+            FROM mapped AS m
+            LEFT JOIN hashes AS h
+              ON h.account_id = m.source_account AND h.record_id = m.record_id
+            ORDER BY m.position
+            """
+        ).to_arrow_table()
+    return joined.to_pandas(types_mapper=_ARROW_TEXT.get)
 
 
 def carried_records(unchanged: pd.DataFrame, window: DateWindow | None) -> pd.DataFrame:
