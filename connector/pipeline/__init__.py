@@ -5,6 +5,7 @@ map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
 run's report split by check-in window (``report_within``). Used by the CLI and Dagster.
 """
 
+from connector.arrow_memory import use_run_allocator
 from connector.pipeline._plan_file import (
     apply_plan_file,
     plan_to_file,
@@ -21,6 +22,9 @@ from connector.pipeline._windowed_report import (
     records_within,
     report_within,
 )
+
+# Before a run allocates: every run, from the CLI or Dagster, comes through this package.
+use_run_allocator()
 
 __all__ = [
     "SyncReport",
