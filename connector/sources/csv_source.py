@@ -23,6 +23,7 @@ from connector.sources.base import (
     SOURCE_COLUMN,
     Source,
     create_text_table,
+    distinct_columns,
     insert_frames,
     quote_identifier,
     sql_literal,
@@ -107,7 +108,7 @@ class CsvSource(Source):
             raise SourceError(
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
-        return [str(column) for column in frame.columns]
+        return distinct_columns([str(column) for column in frame.columns])
 
     def _pandas_options(self) -> dict[str, Any]:
         return {

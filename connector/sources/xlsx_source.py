@@ -13,7 +13,15 @@ import duckdb
 import pandas as pd
 
 from connector.errors import SourceError
-from connector.sources.base import ROW_COLUMN, Source, append_frames, chunked, text_frame, to_text
+from connector.sources.base import (
+    ROW_COLUMN,
+    Source,
+    append_frames,
+    chunked,
+    distinct_columns,
+    text_frame,
+    to_text,
+)
 from connector.sources.files import resolve_files
 from connector.sources.limits import MAX_COMPRESSION_RATIO, MAX_UNCOMPRESSED, Limit
 from connector.sources.xlsx_archive import check_xlsx_archive
@@ -88,7 +96,7 @@ class XlsxSource(Source):
             header = [to_text(cell) or "" for cell in row]
             while header and header[-1] == "":
                 header.pop()
-            return header
+            return distinct_columns(header)
         raise SourceError(f"{path.name} has no header row {self.header_row}", source=self.name)
 
     def columns(self) -> list[str]:

@@ -168,3 +168,49 @@ def test_an_xlsx_mapping_maps_like_a_csv_one(tmp_path: Path) -> None:
     assert batch.quarantine.empty
     assert records["source_rows"].tolist() == ["units.xlsx:1", "units.xlsx:3"]
     assert '"postalCode":"397657"' in records["payload"].iloc[0]
+
+
+# -- headers as real exports write them ------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252"])
+def test_csv_columns_whose_names_differ_only_in_case_are_both_read(
+    tmp_path: Path, encoding: str
+) -> None:
+    # DuckDB matches column names without case: "Name" beside "name" stopped the run with
+    # DuckDB's "Column with name ... already exists" and a traceback.
+    (tmp_path / "a.csv").write_bytes("id,Name,name,NAME\n1,Anna,Bob,Cleo\n".encode(encoding))
+    source = CsvSource("a", "a.csv", tmp_path, encoding=encoding)
+    assert source.columns() == ["id", "Name", "name.1", "NAME.2"]
+    assert load(source) == [("1", "Anna", "Bob", "Cleo", "a.csv", 1)]
+
+
+def test_a_csv_column_named_like_a_bookkeeping_column_is_renamed_not_fatal(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.csv").write_text("id,_row,_SRC\n1,7,x\n")
+    source = CsvSource("a", "a.csv", tmp_path)
+    assert source.columns() == ["id", "_row.1", "_SRC.1"]
+    assert load(source) == [("1", "7", "x", "a.csv", 1)]
+
+
+def test_xlsx_headers_with_blank_and_repeated_names_read_like_the_same_csv(
+    tmp_path: Path,
+) -> None:
+    # An empty header cell or a repeated name made an empty or duplicate DuckDB column: a
+    # parser or catalog error with a traceback instead of the sheet's rows.
+    header = ["id", None, "phone", "phone", "Phone", " city "]
+    row = ["1", "x", "030 1", "0170 2", "0171 3", "Köln"]
+    book = openpyxl.Workbook()
+    book.active.append(header)
+    book.active.append(row)
+    book.save(tmp_path / "a.xlsx")
+    (tmp_path / "a.csv").write_text(
+        ",".join(cell or "" for cell in header) + "\n" + ",".join(row) + "\n"
+    )
+    workbook_source = XlsxSource("a", "a.xlsx", tmp_path)
+    csv_source = CsvSource("a", "a.csv", tmp_path)
+    expected = ["id", "Unnamed: 1", "phone", "phone.1", "Phone.2", " city "]
+    assert workbook_source.columns() == csv_source.columns() == expected
+    assert [row[:-2] for row in load(workbook_source)] == [tuple(row)]
+    assert [row[:-2] for row in load(csv_source)] == [tuple(row)]
