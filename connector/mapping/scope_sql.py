@@ -65,6 +65,13 @@ MAX_DAYS = 100_000
 """Largest number of days add_days/subtract_days moves a date (about 273 years)."""
 
 
+def _strptime(raw: str, formats_: list[str]) -> str:
+    """SQL of the first of ``formats_`` that reads ``raw``, each tried on its own: a format
+    with %Y refuses a two-digit year (``pms_strptime``), so the next format may read it."""
+    tries = [f"pms_strptime({raw}, {lit(item)})" for item in formats_]
+    return tries[0] if len(tries) == 1 else f"coalesce({', '.join(tries)})"
+
+
 def _reads_decimal_comma(expression: Expression, *, before_round: bool = False) -> bool:
     """Whether the expression's text is read with a decimal comma.
 
@@ -415,12 +422,13 @@ class ScopeSql:
         }
 
         # Checked before make_date, which raises on a day that does not exist (June 31) and
-        # would stop the whole entity instead of quarantining one record.
+        # would stop the whole entity instead of quarantining one record. A year below 100 is a
+        # two-digit year ("25"), not the year 25: refused, as a %Y format refuses it.
         def derive(inner: str) -> dict[str, str]:
             made = (
                 f"list_transform([struct_pack(y := pms_integer({inner}.year, false), "
                 f"m := pms_month({inner}.month), d := pms_integer({inner}.day, false))], "
-                "lambda p: CASE WHEN p.y BETWEEN 1 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
+                "lambda p: CASE WHEN p.y BETWEEN 100 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
                 "AND p.d <= day(last_day(make_date(p.y, p.m, 1))) "
                 "THEN CAST(make_date(p.y, p.m, p.d) AS VARCHAR) END)[1]"
             )
@@ -509,21 +517,19 @@ class ScopeSql:
             return f"pms_boolean({raw})", "'expected yes/no, true/false, t/f or 1/0'"
         if target == "date":
             if formats_:
-                listed = "[" + ", ".join(lit(item) for item in formats_) + "]"
                 return (
-                    f"CAST(try_strptime(trim({raw}), {listed}) AS DATE)",
+                    f"CAST({_strptime(raw, formats_)} AS DATE)",
                     lit(f"expected a date in the format {' or '.join(formats_)}"),
                 )
             return f"pms_iso_date({raw})", "'expected a date such as 2025-07-01'"
         if target == "datetime":
             if formats_:
-                listed = "[" + ", ".join(lit(item) for item in formats_) + "]"
                 return (
-                    f"CAST(try_strptime(trim({raw}), {listed}) AS TIMESTAMPTZ)",
+                    f"CAST({_strptime(raw, formats_)} AS TIMESTAMPTZ)",
                     lit(f"expected a date and time in the format {' or '.join(formats_)}"),
                 )
             return (
-                f"TRY_CAST(trim({raw}) AS TIMESTAMPTZ)",
+                f"pms_iso_timestamp({raw})",
                 "'expected an ISO 8601 date or timestamp'",
             )
         if target == "time":

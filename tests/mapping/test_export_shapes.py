@@ -1,0 +1,80 @@
+"""Values as real PMS exports write them, mapped end to end: a value the export does not spell
+unambiguously quarantines its record, naming file, row, field and value; it is never sent as
+something else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mapping_helpers import map_bookings, payloads
+
+# Two-digit years ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("good", "short", "expression"),
+    [
+        ("01.06.2025", "01.06.25", {"column": "created", "format": "%d.%m.%Y"}),
+        ("01.06.2025 14:30", "01.06.25 14:30", {"column": "created", "format": "%d.%m.%Y %H:%M"}),
+        ("2025-06-01", "25-06-01", "created"),
+        ("2025-06-01 14:30", "25-06-01 14:30", "created"),
+    ],
+)
+def test_a_two_digit_year_where_four_are_expected_quarantines_the_record(
+    tmp_path: Path, good: str, short: str, expression: object
+) -> None:
+    # DuckDB's %Y and its ISO cast read "25" as the year 25: the booking was sent as made on
+    # 0025-06-01, and createdAt has no range check to catch it.
+    rows = [{"booking": "b1", "created": good}, {"booking": "b2", "created": short}]
+
+    batch = map_bookings(tmp_path, rows, {}, {"createdAt": expression})
+
+    assert batch.records["record_id"].tolist() == ["b1"]
+    assert payloads(batch)[0]["createdAt"].startswith("2025-06-01T")
+    problem = batch.quarantine.iloc[0]
+    assert (problem["record_id"], problem["rows"], problem["field"]) == ("b2", "2", "createdAt")
+    assert problem["value"] == short
+    assert problem["reason"].startswith("expected")
+
+
+def test_a_list_of_formats_reads_four_and_two_digit_years_alike(tmp_path: Path) -> None:
+    # The first format, %Y, took "03.07.25" for the year 25 and the second was never tried.
+    rows = [
+        {"booking": "b1", "arrival": "03.07.2025"},
+        {"booking": "b2", "arrival": "03.07.25"},
+        {"booking": "b3", "arrival": "3.7.25"},
+    ]
+    date = {"column": "arrival", "format": ["%d.%m.%Y", "%d.%m.%y"]}
+    batch = map_bookings(
+        tmp_path,
+        rows,
+        {"checkin": date, "checkout": {**date, "add_days": 2}},
+        {"createdAt": date},
+    )
+
+    assert batch.quarantine.empty
+    for payload in payloads(batch):
+        assert payload["createdAt"] == "2025-07-03T00:00:00Z"
+        assert payload["unitReservations"][0]["checkin"] == "2025-07-03"
+        assert payload["unitReservations"][0]["checkout"] == "2025-07-05"
+
+
+def test_a_year_spelt_with_four_digits_is_still_read_as_written(tmp_path: Path) -> None:
+    # .NET and SQL Server exports write 0001-01-01 for "no date": that is what the PMS says.
+    rows = [{"booking": "b1", "created": "0001-01-01"}]
+    batch = map_bookings(tmp_path, rows, {}, {"createdAt": "created"})
+    assert payloads(batch)[0]["createdAt"] == "0001-01-01T00:00:00Z"
+
+
+def test_a_two_digit_year_column_is_no_date_of_the_first_century(tmp_path: Path) -> None:
+    rows = [{"booking": "b1", "y": "2025"}, {"booking": "b2", "y": "25"}]
+    created = {"date_parts": {"year": "y", "month": {"constant": 6}, "day": {"constant": 1}}}
+    batch = map_bookings(tmp_path, rows, {}, {"createdAt": created})
+    assert batch.records["record_id"].tolist() == ["b1"]
+    problem = batch.quarantine.iloc[0]
+    assert (problem["record_id"], problem["field"], problem["value"]) == (
+        "b2",
+        "createdAt",
+        "25 6 1",
+    )
