@@ -507,10 +507,12 @@ class ScopeSql:
             formats_ = [formats_]
         if target == "string":
             return raw, "NULL"
+        # The reason names the decimal comma: "12.50" is a number, only not written that way.
+        written = " written with a decimal comma (1.234,5)" if comma == "true" else ""
         if target == "integer":
-            return f"pms_integer({raw}, {comma})", "'expected a whole number'"
+            return f"pms_integer({raw}, {comma})", lit(f"expected a whole number{written}")
         if target == "number":
-            return f"pms_number({raw}, {comma})", "'expected a number'"
+            return f"pms_number({raw}, {comma})", lit(f"expected a number{written}")
         if target == "number_text":
             return f"pms_format_number({raw}, {comma})", "NULL"
         if target == "boolean":

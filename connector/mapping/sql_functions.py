@@ -29,9 +29,16 @@ _MONTH_MAP = (
 
 _MACROS = f"""
 CREATE OR REPLACE MACRO pms_key(x) AS strip_accents(lower(trim(x)));
+-- With a decimal comma a point only groups thousands: "1.234,50", "1.234.567". A point
+-- elsewhere ("12.50", "1,234.50", "1.2345") is a number written the other way, which dropping
+-- the points read as 1250 or 1.2345: no number.
+CREATE OR REPLACE MACRO pms_comma_number_text(t) AS
+    CASE WHEN NOT contains(t, '.')
+              OR regexp_full_match(t, '[+-]?[0-9]{{1,3}}(\\.[0-9]{{3}})+(,[0-9]*)?')
+         THEN replace(replace(t, '.', ''), ',', '.') END;
 CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
     CASE WHEN decimal_comma
-         THEN replace(replace(replace(trim(x), ' ', ''), '.', ''), ',', '.')
+         THEN pms_comma_number_text(replace(trim(x), ' ', ''))
          ELSE replace(trim(x), ' ', '') END;
 -- "inf", "nan", "1e999" cast to DOUBLE, but are no JSON number: not a number here either.
 CREATE OR REPLACE MACRO pms_number(x, decimal_comma) AS

@@ -78,3 +78,37 @@ def test_a_two_digit_year_column_is_no_date_of_the_first_century(tmp_path: Path)
         "createdAt",
         "25 6 1",
     )
+
+
+# Decimal commas ------------------------------------------------------------------------------
+
+
+def test_decimal_comma_numbers_with_thousands_points_are_read(tmp_path: Path) -> None:
+    prices = ["1.234,50", "1.234.567,89", "1 234,50", "-1.234,5", "1.234", " 12,50 ", "99"]
+    rows = [{"booking": f"b{index}", "price": price} for index, price in enumerate(prices)]
+    batch = map_bookings(tmp_path, rows, {"price": {"column": "price", "decimal": ","}})
+    assert batch.quarantine.empty
+    assert [payload["unitReservations"][0]["price"] for payload in payloads(batch)] == [
+        1234.5,
+        1234567.89,
+        1234.5,
+        -1234.5,
+        1234,
+        12.5,
+        99,
+    ]
+
+
+@pytest.mark.parametrize("price", ["12.50", "1,234.50", "1.2345"])
+def test_a_point_that_groups_no_thousands_is_no_decimal_comma_number(
+    tmp_path: Path, price: str
+) -> None:
+    # The points were dropped whatever they stood for: "12.50" in a decimal-comma column was
+    # sent as 1250.0 and "1,234.50" as 1.2345.
+    rows = [{"booking": "b1", "price": "12,50"}, {"booking": "b2", "price": price}]
+    batch = map_bookings(tmp_path, rows, {"price": {"column": "price", "decimal": ","}})
+    assert batch.records["record_id"].tolist() == ["b1"]
+    problem = batch.quarantine.iloc[0]
+    assert (problem["record_id"], problem["rows"]) == ("b2", "2")
+    assert (problem["field"], problem["value"]) == ("unitReservations.price", price)
+    assert problem["reason"].startswith("expected a number written with a decimal comma")
