@@ -44,6 +44,18 @@ _DUCKDB_ENCODINGS = {
 
 _DUCKDB_LINE_TOO_LONG = re.compile(r"Maximum line size of \d+ bytes exceeded")
 
+_BYTE_ORDER_MARKS: tuple[tuple[bytes, str, str], ...] = (
+    # (mark, the encoding it announces, the prefix of the codec names that read it); UTF-32's
+    # little-endian mark begins with UTF-16's, so it is looked for first.
+    (codecs.BOM_UTF32_LE, "UTF-32", "utf_32"),
+    (codecs.BOM_UTF32_BE, "UTF-32", "utf_32"),
+    (codecs.BOM_UTF8, "UTF-8", "utf_8"),
+    (codecs.BOM_UTF16_LE, "UTF-16", "utf_16"),
+    (codecs.BOM_UTF16_BE, "UTF-16", "utf_16"),
+)
+"""Byte order marks a file may start with: it is then written in that encoding, whatever the
+input says."""
+
 
 class CsvSource(Source):
     def __init__(
@@ -68,6 +80,7 @@ class CsvSource(Source):
         self.escape = escape
         self.header_row = header_row
         self.null_values = list(null_values)
+        self.encoding = encoding
         try:
             self.codec = codecs.lookup(encoding).name.replace("-", "_")
         except LookupError:
@@ -100,6 +113,7 @@ class CsvSource(Source):
         return headers[0]
 
     def _header(self, path: Path) -> list[str]:
+        self._refuse_other_byte_order_mark(path)
         try:
             frame = pd.read_csv(path, nrows=0, **self._pandas_options())
         except UnicodeError:
@@ -109,6 +123,26 @@ class CsvSource(Source):
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
         return distinct_columns([str(column) for column in frame.columns])
+
+    def _refuse_other_byte_order_mark(self, path: Path) -> None:
+        """A file that starts with the byte order mark of another encoding than the input's.
+
+        A single-byte encoding decodes any byte: a UTF-8 file read as cp1252 or latin-1 (a PMS
+        update that switched its exports to UTF-8) was read without a word, its first column
+        named 'ï»¿id' and every 'é' sent as 'Ã©'. The mark says which encoding it is."""
+        with path.open("rb") as handle:
+            start = handle.read(4)
+        for mark, encoding, codec_prefix in _BYTE_ORDER_MARKS:
+            if start.startswith(mark):
+                if not self.codec.startswith(codec_prefix):
+                    raise SourceError(
+                        f"{path.name} starts with the byte order mark of {encoding}, but the "
+                        f"input's encoding is {self.encoding}: the file is {encoding} and would be "
+                        f"read as garbled text; set the input's `encoding:` to "
+                        f"{encoding.lower()}; nothing of this input was used",
+                        source=self.name,
+                    )
+                return
 
     def _pandas_options(self) -> dict[str, Any]:
         return {

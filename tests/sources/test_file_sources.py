@@ -214,3 +214,33 @@ def test_xlsx_headers_with_blank_and_repeated_names_read_like_the_same_csv(
     assert workbook_source.columns() == csv_source.columns() == expected
     assert [row[:-2] for row in load(workbook_source)] == [tuple(row)]
     assert [row[:-2] for row in load(csv_source)] == [tuple(row)]
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1"])
+def test_a_utf8_file_with_a_bom_is_refused_when_the_input_says_single_byte(
+    tmp_path: Path, encoding: str
+) -> None:
+    # A single-byte encoding decodes any byte: the file was read without a word, its first
+    # column named "ï»¿id" and "Zoë" mapped as "ZoÃ«".
+    (tmp_path / "a.csv").write_bytes("\ufeffnr;name\n1;Zoë\n".encode())
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding=encoding)
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    message = str(raised.value)
+    assert "a.csv starts with the byte order mark of UTF-8" in message
+    assert f"encoding is {encoding}" in message and "`encoding:` to utf-8" in message
+    assert raised.value.source == "a"
+
+
+def test_a_utf16_file_read_with_the_default_encoding_names_its_encoding(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes("id\tname\n1\tZoë\n".encode("utf-16"))
+    with pytest.raises(SourceError, match=r"byte order mark of UTF-16.*`encoding:` to utf-16"):
+        CsvSource("a", "a.csv", tmp_path, delimiter="\t").columns()
+    source = CsvSource("a", "a.csv", tmp_path, delimiter="\t", encoding="utf-16")
+    assert load(source) == [("1", "Zoë", "a.csv", 1)]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig"])
+def test_a_bom_of_the_declared_encoding_is_read_as_before(tmp_path: Path, encoding: str) -> None:
+    (tmp_path / "a.csv").write_bytes("\ufeffid,name\r\n1,Zoë\r\n".encode())
+    assert load(CsvSource("a", "a.csv", tmp_path, encoding=encoding)) == [("1", "Zoë", "a.csv", 1)]
