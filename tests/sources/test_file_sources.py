@@ -244,3 +244,22 @@ def test_a_utf16_file_read_with_the_default_encoding_names_its_encoding(tmp_path
 def test_a_bom_of_the_declared_encoding_is_read_as_before(tmp_path: Path, encoding: str) -> None:
     (tmp_path / "a.csv").write_bytes("\ufeffid,name\r\n1,Zoë\r\n".encode())
     assert load(CsvSource("a", "a.csv", tmp_path, encoding=encoding)) == [("1", "Zoë", "a.csv", 1)]
+
+
+def test_xlsx_whole_numbers_in_a_zero_padded_format_keep_the_zeros_excel_shows(
+    tmp_path: Path,
+) -> None:
+    # The sheet holds 7 for the room Excel shows (and a CSV export writes) as 007: it was read
+    # as "7", another unit than the bookings' 007.
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["room", "zip", "text", "price", "plain", "huge"])
+    sheet.append([7, 1067.0, "007", 12.5, 7, 1e16])
+    for cell, number_format in zip(
+        sheet[2], ["000", "00000", "000", "000", "General", "0"], strict=True
+    ):
+        cell.number_format = number_format
+    book.save(tmp_path / "rooms.xlsx")
+    assert load(XlsxSource("rooms", "rooms.xlsx", tmp_path)) == [
+        ("007", "01067", "007", "12.5", "7", "1e+16", "rooms.xlsx", 1)
+    ]
