@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mapping_helpers import map_bookings, payloads
+from mapping_helpers import map_bookings, map_units, payloads
+
+from connector.errors import MappingError
 
 # Two-digit years ----------------------------------------------------------------------------
 
@@ -112,3 +114,33 @@ def test_a_point_that_groups_no_thousands_is_no_decimal_comma_number(
     assert (problem["record_id"], problem["rows"]) == ("b2", "2")
     assert (problem["field"], problem["value"]) == ("unitReservations.price", price)
     assert problem["reason"].startswith("expected a number written with a decimal comma")
+
+
+# Secrets in errors ---------------------------------------------------------------------------
+
+
+def test_an_sql_member_of_a_door_code_failing_on_the_data_never_shows_the_code(
+    tmp_path: Path,
+) -> None:
+    # DuckDB quotes the value a CAST failed on: the door code reached the error, the CLI's
+    # output and every log of the run.
+    rows = [
+        {"unit_id": "u1", "door": "4711"},
+        {"unit_id": "u2", "door": "door-SECRET-0815"},
+    ]
+    fields = {"doorCode": {"sql": "CAST(CAST(door AS INTEGER) AS VARCHAR)"}}
+    with pytest.raises(MappingError) as raised:
+        map_units(tmp_path, rows, fields)
+    message = str(raised.value)
+    assert raised.value.member == "entities.accommodation.fields.doorCode.sql"
+    assert "SECRET" not in message
+    assert "Could not convert string '***'" in message and "TRY_CAST" in message
+
+
+def test_an_sql_member_of_an_ordinary_field_still_shows_the_value_it_failed_on(
+    tmp_path: Path,
+) -> None:
+    rows = [{"unit_id": "u1", "size": "big"}]
+    with pytest.raises(MappingError) as raised:
+        map_units(tmp_path, rows, {"sizeSqM": {"sql": "CAST(size AS INTEGER)"}})
+    assert "'big'" in str(raised.value)
