@@ -65,6 +65,16 @@ MAX_DAYS = 100_000
 """Largest number of days add_days/subtract_days moves a date (about 273 years)."""
 
 
+def _spelt_otherwise(name: str, columns: typing.Iterable[str]) -> str:
+    """A hint naming the header's column that differs from ``name`` only in case or surrounding
+    spaces: in the column list, " Name " reads like the name the mapping uses."""
+    wanted = name.strip().casefold()
+    near = sorted(column for column in columns if column.strip().casefold() == wanted)
+    if not near:
+        return ""
+    return f"; the header has {near[0]!r}: names must match exactly, case and spaces included"
+
+
 def _strptime(raw: str, formats_: list[str]) -> str:
     """SQL of the first of ``formats_`` that reads ``raw``, each tried on its own: a format
     with %Y refuses a two-digit year (``pms_strptime``), so the next format may read it."""
@@ -250,12 +260,13 @@ class ScopeSql:
                 return f"{sql_alias}.{quote_identifier(rest)}"
             message = (
                 f"unknown column {rest!r} in joined input {prefix!r} "
-                f"(columns: {', '.join(sorted(columns))})"
+                f"(columns: {', '.join(sorted(columns))}){_spelt_otherwise(rest, columns)}"
             )
         else:
             message = (
                 f"unknown column {name!r} in input {scope.input_name!r} "
                 f"(columns: {', '.join(sorted(scope.columns))})"
+                f"{_spelt_otherwise(name, scope.columns)}"
             )
         # Noted, not raised: every unknown column of the file is reported at once (a new
         # export's headers differ in several places), once the whole mapping is compiled.

@@ -144,3 +144,17 @@ def test_an_sql_member_of_an_ordinary_field_still_shows_the_value_it_failed_on(
     with pytest.raises(MappingError) as raised:
         map_units(tmp_path, rows, {"sizeSqM": {"sql": "CAST(size AS INTEGER)"}})
     assert "'big'" in str(raised.value)
+
+
+# Header names --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header", [" unit_id ", "Unit_ID", "UNIT_ID "])
+def test_a_column_spelt_with_other_case_or_spaces_is_named_in_the_error(
+    tmp_path: Path, header: str
+) -> None:
+    # The column list showed " unit_id " among the others, hard to tell from "unit_id".
+    with pytest.raises(MappingError) as raised:
+        map_units(tmp_path, [{header: "u1"}], {})
+    assert "unknown column 'unit_id' in input 'units'" in str(raised.value)
+    assert f"the header has {header!r}: names must match exactly" in str(raised.value)
