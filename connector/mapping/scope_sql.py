@@ -8,6 +8,7 @@ whole entity is :mod:`connector.mapping.compiler`.
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from collections.abc import Callable
@@ -70,9 +71,19 @@ def _spelt_otherwise(name: str, columns: typing.Iterable[str]) -> str:
     spaces: in the column list, " Name " reads like the name the mapping uses."""
     wanted = name.strip().casefold()
     near = sorted(column for column in columns if column.strip().casefold() == wanted)
-    if not near:
-        return ""
-    return f"; the header has {near[0]!r}: names must match exactly, case and spaces included"
+    if near:
+        return f"; the header has {near[0]!r}: names must match exactly, case and spaces included"
+    # A header read as one column that holds the name between other separators: the input's
+    # delimiter is not the file's (a ;-separated export read with the default ",").
+    for column in columns:
+        for separator in (";", "\t", "|", ","):
+            parts = [part.strip().casefold() for part in column.split(separator)]
+            if len(parts) > 1 and wanted in parts:
+                return (
+                    f"; the header's column {column!r} holds it between {separator!r}: set the "
+                    f"input's `delimiter:` to {json.dumps(separator)}"
+                )
+    return ""
 
 
 def _strptime(raw: str, formats_: list[str]) -> str:

@@ -4,12 +4,20 @@ something else."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from mapping_helpers import map_bookings, map_units, payloads
+from mapping_helpers import (
+    accommodation_mapping,
+    map_bookings,
+    map_units,
+    payloads,
+    write_mapping,
+)
 
 from connector.errors import MappingError
+from connector.mapping import load_mapping, map_records
 
 # Two-digit years ----------------------------------------------------------------------------
 
@@ -158,3 +166,16 @@ def test_a_column_spelt_with_other_case_or_spaces_is_named_in_the_error(
         map_units(tmp_path, [{header: "u1"}], {})
     assert "unknown column 'unit_id' in input 'units'" in str(raised.value)
     assert f"the header has {header!r}: names must match exactly" in str(raised.value)
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_a_header_read_as_one_column_names_the_delimiter_to_set(
+    tmp_path: Path, delimiter: str
+) -> None:
+    (tmp_path / "units.csv").write_text(f"unit_id{delimiter}name\nu1{delimiter}Flat\n")
+    mapping = load_mapping(write_mapping(tmp_path, accommodation_mapping({})))
+    with pytest.raises(MappingError) as raised:
+        map_records(mapping)
+    message = str(raised.value)
+    assert f"the header's column 'unit_id{delimiter}name'".replace("\t", "\\t") in message
+    assert f"set the input's `delimiter:` to {json.dumps(delimiter)}" in message
