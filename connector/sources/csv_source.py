@@ -56,6 +56,15 @@ _BYTE_ORDER_MARKS: tuple[tuple[bytes, str, str], ...] = (
 """Byte order marks a file may start with: it is then written in that encoding, whatever the
 input says."""
 
+_LATIN_1_CODECS = frozenset({"latin_1", "iso8859_1"})
+"""Python's names of latin-1 (codecs.lookup("latin-1").name is "iso8859-1")."""
+
+_C1_CONTROL = re.compile(rb"[\x80-\x9f]")
+"""Bytes latin-1 decodes as C1 control characters, which no export means: Windows exports
+(cp1252) write them for the euro sign, typographic quotes and dashes, the ellipsis."""
+
+_SCAN_CHUNK_BYTES = 1 << 20
+
 
 class CsvSource(Source):
     def __init__(
@@ -144,6 +153,35 @@ class CsvSource(Source):
                     )
                 return
 
+    def _refuse_c1_controls(self, path: Path) -> None:
+        """A latin-1 input whose file holds a byte latin-1 decodes as a control character.
+
+        Latin-1 decodes any byte: a cp1252 export declared latin-1 (the usual name for "Western
+        European") was read without a word, "12 €" as "12 \\x80" and typographic quotes as
+        control characters, and sent so."""
+        line_feeds = 0
+        with path.open("rb") as handle:
+            while chunk := handle.read(_SCAN_CHUNK_BYTES):
+                found = _C1_CONTROL.search(chunk)
+                if found is None:
+                    line_feeds += chunk.count(b"\n")
+                    continue
+                line = line_feeds + chunk.count(b"\n", 0, found.start()) + 1
+                byte = found.group()
+                character = byte.decode("cp1252", errors="replace")
+                meant = (
+                    f"where Windows exports (cp1252) write {character!r}; set the input's "
+                    f"`encoding:` to cp1252"
+                    if character != "\ufffd"
+                    else "so the file is in another encoding; set the input's `encoding:` to it"
+                )
+                raise SourceError(
+                    f"{path.name} line {line} has the byte {byte!r}, a control character in "
+                    f"{self.encoding}, {meant}; nothing of this input was used",
+                    source=self.name,
+                    row=self._row_of(line),
+                )
+
     def _pandas_options(self) -> dict[str, Any]:
         return {
             "sep": self.delimiter,
@@ -167,6 +205,9 @@ class CsvSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
+        if self.codec in _LATIN_1_CODECS:
+            for path in self.files:
+                self._refuse_c1_controls(path)
         if len(self.files) == 1 and self.codec in _DUCKDB_ENCODINGS:
             loaded = self._load_once(connection, table, columns, self.files[0])
             if loaded is not None:

@@ -263,3 +263,28 @@ def test_xlsx_whole_numbers_in_a_zero_padded_format_keep_the_zeros_excel_shows(
     assert load(XlsxSource("rooms", "rooms.xlsx", tmp_path)) == [
         ("007", "01067", "007", "12.5", "7", "1e+16", "rooms.xlsx", 1)
     ]
+
+
+def test_a_cp1252_export_declared_latin1_is_refused_at_its_first_windows_character(
+    tmp_path: Path,
+) -> None:
+    # Latin-1 decodes every byte: "12 €" was read as "12 \x80", „Zimmer“ with control
+    # characters, and sent so.
+    text = "id;name;price\n1;Málaga;12\n2;„Zimmer“;12 €\n"
+    (tmp_path / "a.csv").write_bytes(text.encode("cp1252"))
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="latin-1")
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    assert str(raised.value).startswith(
+        "a.csv line 3 has the byte b'\\x84', a control character in latin-1, where Windows "
+        "exports (cp1252) write '„'; set the input's `encoding:` to cp1252"
+    )
+    assert (raised.value.source, raised.value.row) == ("a", 2)
+    cp1252 = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="cp1252")
+    assert [row[1:3] for row in load(cp1252)] == [("Málaga", "12"), ("„Zimmer“", "12 €")]
+
+
+def test_a_latin1_export_without_windows_characters_is_read_as_before(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes("id;name\n1;Müller ß ÿ ©\n".encode("latin-1"))
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="latin-1")
+    assert load(source) == [("1", "Müller ß ÿ ©", "a.csv", 1)]
