@@ -69,6 +69,15 @@ MAX_DAYS = 100_000
 def _spelt_otherwise(name: str, columns: typing.Iterable[str]) -> str:
     """A hint naming the header's column that differs from ``name`` only in case or surrounding
     spaces: in the column list, " Name " reads like the name the mapping uses."""
+    renamed = sorted(
+        column for column in columns if re.fullmatch(re.escape(name) + r"\.\d+", column)
+    )
+    if renamed:
+        # connector.sources.base.distinct_columns renamed it: its name repeats an earlier one.
+        return (
+            f"; the header names an earlier column alike (DuckDB matches names without case), "
+            f"so this one is called {renamed[0]!r}"
+        )
     wanted = name.strip().casefold()
     near = sorted(column for column in columns if column.strip().casefold() == wanted)
     if near:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import openpyxl
 import pytest
+from click.testing import CliRunner
 from mapping_helpers import (
     accommodation_mapping,
     map_bookings,
@@ -16,8 +18,10 @@ from mapping_helpers import (
     write_mapping,
 )
 
+from connector.cli import main
 from connector.errors import MappingError
 from connector.mapping import load_mapping, map_records
+from connector.sandbox.testing import SandboxHandle
 
 # Two-digit years ----------------------------------------------------------------------------
 
@@ -157,6 +161,16 @@ def test_an_sql_member_of_an_ordinary_field_still_shows_the_value_it_failed_on(
 # Header names --------------------------------------------------------------------------------
 
 
+def test_a_column_renamed_as_a_repeat_of_an_earlier_one_is_named_in_the_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "units.csv").write_text("unit_id,Name,NAME\nu1,Flat,FLAT\n")
+    document = accommodation_mapping({"name": "NAME"})
+    with pytest.raises(MappingError) as raised:
+        map_records(load_mapping(write_mapping(tmp_path, document)))
+    assert "so this one is called 'NAME.1'" in str(raised.value)
+
+
 @pytest.mark.parametrize("header", [" unit_id ", "Unit_ID", "UNIT_ID "])
 def test_a_column_spelt_with_other_case_or_spaces_is_named_in_the_error(
     tmp_path: Path, header: str
@@ -179,3 +193,87 @@ def test_a_header_read_as_one_column_names_the_delimiter_to_set(
     message = str(raised.value)
     assert f"the header's column 'unit_id{delimiter}name'".replace("\t", "\\t") in message
     assert f"set the input's `delimiter:` to {json.dumps(delimiter)}" in message
+
+
+# End to end: a Windows export and a workbook synced to the sandbox -------------------------
+
+WINDOWS_EXPORT_MAPPING = """\
+account: {constant: demo}
+inputs:
+  rooms: {path: rooms.xlsx}
+  bookings: {path: bookings.csv, delimiter: ";", encoding: cp1252}
+entities:
+  accommodation:
+    input: rooms
+    fields:
+      id: Zimmer
+      name: Name
+      street: {constant: Hauptstraße}
+      streetNumber: {constant: "1"}
+      city: {constant: München}
+      country: {constant: DE}
+      wifiName: {constant: net}
+      wifiCode: {constant: wifi-code}
+      doorCode: {constant: "4711"}
+  reservation:
+    input: bookings
+    fields:
+      id: Res
+      status: {constant: CONFIRMED}
+      createdAt: {column: Angelegt, format: ["%d.%m.%Y", "%d.%m.%y"]}
+      primaryGuest: {firstName: Gast, lastName: GAST.1}  # GAST repeats Gast
+      unitReservations:
+        fields:
+          id: Res
+          unitId: Zimmer
+          unitName: {template: "Zimmer {Zimmer}"}
+          adults: {constant: 2}
+          checkin: {column: Anreise, format: ["%d.%m.%Y", "%d.%m.%y"]}
+          checkout: {column: Abreise, format: ["%d.%m.%Y", "%d.%m.%y"]}
+          price: {column: Betrag, decimal: ","}
+          currency: {constant: EUR}
+"""
+
+
+def test_a_windows_export_and_a_workbook_sync_their_values_as_the_pms_wrote_them(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    # Every shape at once, through the CLI and the service over a socket: rooms from a workbook
+    # whose room numbers are formatted 000, bookings from a cp1252 file with CRLF, a header
+    # naming "Gast" twice in two cases, decimal commas and two-digit years.
+    book = openpyxl.Workbook()
+    book.active.append(["Zimmer", "Name"])
+    for number, name in [(7, "Süßes Zimmer"), (12, "Blick")]:
+        book.active.append([number, name])
+        book.active.cell(book.active.max_row, 1).number_format = "000"
+    book.save(tmp_path / "rooms.xlsx")
+    (tmp_path / "bookings.csv").write_bytes(
+        "Res;Zimmer;Gast;GAST;Angelegt;Anreise;Abreise;Betrag\r\n"
+        "4711;007;Jürgen;Groß;01.06.25;03.07.2025;06.07.25;1.234,50\r\n"
+        "4712;012;Zoë;Weiß;01.06.2025;03.07.25;04.07.2025;99,5\r\n"
+        "4713;012;Ann;Lee;01.06.2025;03.07.2025;04.07.2025;12.50\r\n".encode("cp1252")
+    )
+    (tmp_path / "mapping.yaml").write_text(WINDOWS_EXPORT_MAPPING, encoding="utf-8")
+    env = {
+        "PMS_SYNC_BASE_URL": clean_sandbox.base_url,
+        "PMS_SYNC_SNAPSHOT": str(tmp_path / "state" / "snapshot.duckdb"),
+        "PMS_SYNC_TOKEN": "demo-token",
+        "PMS_SYNC_TOKENS_FILE": "",
+    }
+
+    result = CliRunner().invoke(main, ["sync", str(tmp_path / "mapping.yaml")], env=env)
+
+    assert result.exit_code == 0, result.output
+    assert "bookings.csv:3 reservation 4713 unitReservations.price" in result.output
+    assert {record["id"] for record in clean_sandbox.records(entity="accommodation")} == {
+        "007",
+        "012",
+    }
+    stored = {r["id"]: r["resource"] for r in clean_sandbox.records(entity="reservation")}
+    assert sorted(stored) == ["4711", "4712"]
+    assert stored["4711"]["createdAt"] == "2025-06-01T00:00:00Z"
+    assert stored["4711"]["primaryGuest"] == {"firstName": "Jürgen", "lastName": "Groß"}
+    units = {key: resource["unitReservations"][0] for key, resource in stored.items()}
+    assert (units["4711"]["unitId"], units["4711"]["checkout"]) == ("007", "2025-07-06")
+    assert (units["4711"]["price"], units["4712"]["price"]) == (1234.5, 99.5)
+    assert units["4712"]["checkin"] == "2025-07-03"
