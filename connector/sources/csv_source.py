@@ -9,6 +9,7 @@ short rows without a word, so its input is scanned before it is read.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,17 @@ _C1_CONTROL = re.compile(rb"[\x80-\x9f]")
 (cp1252) write them for the euro sign, typographic quotes and dashes, the ellipsis."""
 
 _SCAN_CHUNK_BYTES = 1 << 20
+
+
+@functools.cache
+def _single_byte(codec: str) -> bool:
+    """Whether every byte is one character of ``codec`` (cp1252, latin-1, iso8859-15, …)."""
+    if codec.startswith("utf"):
+        return False
+    try:
+        return len(bytes(range(256)).decode(codec, errors="replace")) == 256
+    except LookupError:
+        return False
 
 
 class CsvSource(Source):
@@ -153,6 +165,43 @@ class CsvSource(Source):
                     )
                 return
 
+    def _refuse_utf8(self, path: Path) -> None:
+        """A single-byte input whose file is UTF-8 with letters beyond ASCII.
+
+        cp1252 and latin-1 decode any byte: a PMS that now writes UTF-8 while the mapping says
+        cp1252 was read without a word, every "ü" sent as "Ã¼". Text in a single-byte encoding
+        is practically never valid UTF-8 once it has such letters ("Ã¼" would have to be
+        meant), which is how `pms-sync init` tells the two apart too."""
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        line_feeds = 0
+        first: tuple[int, str] | None = None  # the line and the first letter beyond ASCII
+        with path.open("rb") as handle:
+            while chunk := handle.read(_SCAN_CHUNK_BYTES):
+                try:
+                    text = decoder.decode(chunk)
+                except UnicodeDecodeError:
+                    return  # not UTF-8: the declared encoding may well be right
+                if first is None and not text.isascii():
+                    # (A letter whose bytes the chunk cuts is in the next chunk's text.)
+                    at = next(index for index, character in enumerate(text) if ord(character) > 127)
+                    first = (line_feeds + text.count("\n", 0, at) + 1, text[at])
+                line_feeds += chunk.count(b"\n")
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                return
+        if first is None:
+            return  # ASCII only: read alike in either encoding
+        line, character = first
+        misread = character.encode("utf-8").decode(self.codec, errors="replace")
+        raise SourceError(
+            f"{path.name} is UTF-8, not {self.encoding}: line {line} has {character!r}, which "
+            f"{self.encoding} would read as {misread!r}; set the input's `encoding:` to utf-8; "
+            f"nothing of this input was used",
+            source=self.name,
+            row=self._row_of(line),
+        )
+
     def _refuse_c1_controls(self, path: Path) -> None:
         """A latin-1 input whose file holds a byte latin-1 decodes as a control character.
 
@@ -205,9 +254,11 @@ class CsvSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
-        if self.codec in _LATIN_1_CODECS:
+        if _single_byte(self.codec):
             for path in self.files:
-                self._refuse_c1_controls(path)
+                self._refuse_utf8(path)
+                if self.codec in _LATIN_1_CODECS:
+                    self._refuse_c1_controls(path)
         if len(self.files) == 1 and self.codec in _DUCKDB_ENCODINGS:
             loaded = self._load_once(connection, table, columns, self.files[0])
             if loaded is not None:

@@ -288,3 +288,26 @@ def test_a_latin1_export_without_windows_characters_is_read_as_before(tmp_path: 
     (tmp_path / "a.csv").write_bytes("id;name\n1;Müller ß ÿ ©\n".encode("latin-1"))
     source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="latin-1")
     assert load(source) == [("1", "Müller ß ÿ ©", "a.csv", 1)]
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1", "iso-8859-15"])
+def test_a_utf8_export_without_a_bom_is_refused_when_the_input_says_single_byte(
+    tmp_path: Path, encoding: str
+) -> None:
+    # A PMS that switched to UTF-8 while the mapping says cp1252: every "ü" was sent as "Ã¼".
+    (tmp_path / "a.csv").write_bytes("id;name\n1;Weber\n2;Müller\n".encode())
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding=encoding)
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    misread = "ü".encode().decode(encoding)  # "Ã¼", in latin-9 "ÃŒ"
+    assert str(raised.value).startswith(
+        f"a.csv is UTF-8, not {encoding}: line 3 has 'ü', which {encoding} would read as "
+        f"{misread!r}; set the input's `encoding:` to utf-8"
+    )
+    assert raised.value.row == 2
+
+
+def test_an_ascii_export_reads_alike_in_any_single_byte_encoding(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes(b"id;name\n1;Weber\n")
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="cp1252")
+    assert load(source) == [("1", "Weber", "a.csv", 1)]
