@@ -67,8 +67,10 @@ MAX_DAYS = 100_000
 
 
 def _spelt_otherwise(name: str, columns: typing.Iterable[str]) -> str:
-    """A hint naming the header's column that differs from ``name`` only in case or surrounding
-    spaces: in the column list, " Name " reads like the name the mapping uses."""
+    """A hint for an unknown column ``name``: the header's column it became as a repeat of an
+    earlier name (``NAME.1``), or that differs from it only in case or surrounding spaces (in
+    the column list " Name " reads like "name"), or a header read as one column that holds it
+    between another delimiter."""
     renamed = sorted(
         column for column in columns if re.fullmatch(re.escape(name) + r"\.\d+", column)
     )

@@ -108,6 +108,7 @@ class CsvSource(Source):
             raise SourceError(f"unknown encoding {encoding!r}", source=name) from None
         self.max_line: Limit = MAX_LINE.resolve(max_line_mb)
         self._files: list[Path] | None = None
+        self._encoding_checked: set[Path] = set()
 
     @property
     def files(self) -> list[Path]:
@@ -134,7 +135,7 @@ class CsvSource(Source):
         return headers[0]
 
     def _header(self, path: Path) -> list[str]:
-        self._refuse_other_byte_order_mark(path)
+        self._refuse_other_encoding(path)
         try:
             frame = pd.read_csv(path, nrows=0, **self._pandas_options())
         except UnicodeError:
@@ -144,6 +145,19 @@ class CsvSource(Source):
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
         return distinct_columns([str(column) for column in frame.columns])
+
+    def _refuse_other_encoding(self, path: Path) -> None:
+        """Refuse a file whose bytes show it is not in the input's encoding, once per file and
+        before its header is read: a header read in the wrong encoding would otherwise stop
+        the run as an unknown column ('StraÃŸe'), hiding the cause."""
+        if path in self._encoding_checked:
+            return
+        self._refuse_other_byte_order_mark(path)
+        if _single_byte(self.codec):
+            self._refuse_utf8(path)
+            if self.codec in _LATIN_1_CODECS:
+                self._refuse_c1_controls(path)
+        self._encoding_checked.add(path)
 
     def _refuse_other_byte_order_mark(self, path: Path) -> None:
         """A file that starts with the byte order mark of another encoding than the input's.
@@ -254,11 +268,6 @@ class CsvSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
-        if _single_byte(self.codec):
-            for path in self.files:
-                self._refuse_utf8(path)
-                if self.codec in _LATIN_1_CODECS:
-                    self._refuse_c1_controls(path)
         if len(self.files) == 1 and self.codec in _DUCKDB_ENCODINGS:
             loaded = self._load_once(connection, table, columns, self.files[0])
             if loaded is not None:

@@ -19,7 +19,7 @@ from mapping_helpers import (
 )
 
 from connector.cli import main
-from connector.errors import MappingError
+from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sandbox.testing import SandboxHandle
 
@@ -277,3 +277,18 @@ def test_a_windows_export_and_a_workbook_sync_their_values_as_the_pms_wrote_them
     assert (units["4711"]["unitId"], units["4711"]["checkout"]) == ("007", "2025-07-06")
     assert (units["4711"]["price"], units["4712"]["price"]) == (1234.5, 99.5)
     assert units["4712"]["checkin"] == "2025-07-03"
+
+
+def test_a_utf8_export_declared_cp1252_is_named_as_such_not_as_an_unknown_column(
+    tmp_path: Path,
+) -> None:
+    # Read as cp1252, the header "Straße" became "StraÃŸe": the run stopped on an unknown
+    # column, hiding the encoding.
+    (tmp_path / "units.csv").write_bytes("unit_id;Straße\nu1;Hauptstraße\n".encode())
+    document = accommodation_mapping({"street": "Straße"})
+    document["inputs"]["units"] |= {"delimiter": ";", "encoding": "cp1252"}
+    with pytest.raises(SourceError) as raised:
+        map_records(load_mapping(write_mapping(tmp_path, document)))
+    assert str(raised.value).startswith(
+        "units.csv is UTF-8, not cp1252: line 1 has 'ß', which cp1252 would read as 'ÃŸ'"
+    )
