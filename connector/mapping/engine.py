@@ -8,6 +8,7 @@ and network access is disabled and whose configuration is locked.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -38,6 +39,7 @@ from connector.mapping.model import Mapping
 from connector.mapping.scope_sql import lookup_text, table_name
 from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords
+from connector.secrets import MASK, is_sensitive
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
 from connector.sources.files import FileState
@@ -186,12 +188,18 @@ def _sql_error(
     query: EntityQuery,
     error: duckdb.Error,
     what: str,
+    *,
+    on_data: bool = False,
 ) -> MappingError:
     """The error of an entity query that failed, naming the ``sql:`` members that fail.
 
     Only user SQL can fail to bind or fail on a value: each ``sql:`` member of the entity is
     run alone over its own rows (on the data when the query failed on the data), and every one
     that fails is named with its line. Only when none fails alone is the entity named.
+
+    DuckDB quotes the value a conversion failed on: kept for an ordinary member (it tells the
+    operator what to TRY_CAST), masked for a door, Wi-Fi or building code or contact data, and
+    for the entity as a whole, where the value may come from any column.
     """
     failing = []
     ordered = sorted(query.user_sql, key=lambda item: mapping.line_of(item.member) or 0)
@@ -202,10 +210,22 @@ def _sql_error(
                 f"SELECT max(length(CAST(({item.sql}) AS VARCHAR))) FROM {item.from_sql}"
             ).fetchall()
         except duckdb.Error as own_error:
-            failing.append(_member_error(mapping, f"{what}: {_first_line(own_error)}", item.member))
+            reason = _first_line(own_error)
+            if on_data and any(is_sensitive(str(part)) for part in item.member):
+                reason = _masked_literals(reason)
+            failing.append(_member_error(mapping, f"{what}: {reason}", item.member))
     if failing:
         return MappingError.listing(failing, "sql: members fail")
-    return _member_error(mapping, f"{what}: {_first_line(error)}", ("entities", query.entity.value))
+    reason = _masked_literals(_first_line(error)) if on_data else _first_line(error)
+    return _member_error(mapping, f"{what}: {reason}", ("entities", query.entity.value))
+
+
+_QUOTED_LITERAL = re.compile(r"'(?:[^']|'')*'")
+
+
+def _masked_literals(message: str) -> str:
+    """A DuckDB message with every quoted value masked ('4711' → '***')."""
+    return _QUOTED_LITERAL.sub(f"'{MASK}'", message)
 
 
 def _failed_on_data(
@@ -221,6 +241,7 @@ def _failed_on_data(
         query,
         error,
         "the mapping's SQL failed on the data (use TRY_CAST in sql: expressions)",
+        on_data=True,
     )
 
 

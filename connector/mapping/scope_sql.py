@@ -8,6 +8,7 @@ whole entity is :mod:`connector.mapping.compiler`.
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from collections.abc import Callable
@@ -63,6 +64,44 @@ INLINE_LOOKUP_LIMIT = 500
 
 MAX_DAYS = 100_000
 """Largest number of days add_days/subtract_days moves a date (about 273 years)."""
+
+
+def _spelt_otherwise(name: str, columns: typing.Iterable[str]) -> str:
+    """A hint for an unknown column ``name``: the header's column it became as a repeat of an
+    earlier name (``NAME.1``), or that differs from it only in case or surrounding spaces (in
+    the column list " Name " reads like "name"), or a header read as one column that holds it
+    between another delimiter."""
+    renamed = sorted(
+        column for column in columns if re.fullmatch(re.escape(name) + r"\.\d+", column)
+    )
+    if renamed:
+        # connector.sources.base.distinct_columns renamed it: its name repeats an earlier one.
+        return (
+            f"; the header names an earlier column alike (DuckDB matches names without case), "
+            f"so this one is called {renamed[0]!r}"
+        )
+    wanted = name.strip().casefold()
+    near = sorted(column for column in columns if column.strip().casefold() == wanted)
+    if near:
+        return f"; the header has {near[0]!r}: names must match exactly, case and spaces included"
+    # A header read as one column that holds the name between other separators: the input's
+    # delimiter is not the file's (a ;-separated export read with the default ",").
+    for column in columns:
+        for separator in (";", "\t", "|", ","):
+            parts = [part.strip().casefold() for part in column.split(separator)]
+            if len(parts) > 1 and wanted in parts:
+                return (
+                    f"; the header's column {column!r} holds it between {separator!r}: set the "
+                    f"input's `delimiter:` to {json.dumps(separator)}"
+                )
+    return ""
+
+
+def _strptime(raw: str, formats_: list[str]) -> str:
+    """SQL of the first of ``formats_`` that reads ``raw``, each tried on its own: a format
+    with %Y refuses a two-digit year (``pms_strptime``), so the next format may read it."""
+    tries = [f"pms_strptime({raw}, {lit(item)})" for item in formats_]
+    return tries[0] if len(tries) == 1 else f"coalesce({', '.join(tries)})"
 
 
 def _reads_decimal_comma(expression: Expression, *, before_round: bool = False) -> bool:
@@ -243,12 +282,13 @@ class ScopeSql:
                 return f"{sql_alias}.{quote_identifier(rest)}"
             message = (
                 f"unknown column {rest!r} in joined input {prefix!r} "
-                f"(columns: {', '.join(sorted(columns))})"
+                f"(columns: {', '.join(sorted(columns))}){_spelt_otherwise(rest, columns)}"
             )
         else:
             message = (
                 f"unknown column {name!r} in input {scope.input_name!r} "
                 f"(columns: {', '.join(sorted(scope.columns))})"
+                f"{_spelt_otherwise(name, scope.columns)}"
             )
         # Noted, not raised: every unknown column of the file is reported at once (a new
         # export's headers differ in several places), once the whole mapping is compiled.
@@ -415,12 +455,13 @@ class ScopeSql:
         }
 
         # Checked before make_date, which raises on a day that does not exist (June 31) and
-        # would stop the whole entity instead of quarantining one record.
+        # would stop the whole entity instead of quarantining one record. A year below 100 is a
+        # two-digit year ("25"), not the year 25: refused, as a %Y format refuses it.
         def derive(inner: str) -> dict[str, str]:
             made = (
                 f"list_transform([struct_pack(y := pms_integer({inner}.year, false), "
                 f"m := pms_month({inner}.month), d := pms_integer({inner}.day, false))], "
-                "lambda p: CASE WHEN p.y BETWEEN 1 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
+                "lambda p: CASE WHEN p.y BETWEEN 100 AND 9999 AND p.m IS NOT NULL AND p.d >= 1 "
                 "AND p.d <= day(last_day(make_date(p.y, p.m, 1))) "
                 "THEN CAST(make_date(p.y, p.m, p.d) AS VARCHAR) END)[1]"
             )
@@ -499,31 +540,31 @@ class ScopeSql:
             formats_ = [formats_]
         if target == "string":
             return raw, "NULL"
+        # The reason names the decimal comma: "12.50" is a number, only not written that way.
+        written = " written with a decimal comma (1.234,5)" if comma == "true" else ""
         if target == "integer":
-            return f"pms_integer({raw}, {comma})", "'expected a whole number'"
+            return f"pms_integer({raw}, {comma})", lit(f"expected a whole number{written}")
         if target == "number":
-            return f"pms_number({raw}, {comma})", "'expected a number'"
+            return f"pms_number({raw}, {comma})", lit(f"expected a number{written}")
         if target == "number_text":
             return f"pms_format_number({raw}, {comma})", "NULL"
         if target == "boolean":
             return f"pms_boolean({raw})", "'expected yes/no, true/false, t/f or 1/0'"
         if target == "date":
             if formats_:
-                listed = "[" + ", ".join(lit(item) for item in formats_) + "]"
                 return (
-                    f"CAST(try_strptime(trim({raw}), {listed}) AS DATE)",
+                    f"CAST({_strptime(raw, formats_)} AS DATE)",
                     lit(f"expected a date in the format {' or '.join(formats_)}"),
                 )
             return f"pms_iso_date({raw})", "'expected a date such as 2025-07-01'"
         if target == "datetime":
             if formats_:
-                listed = "[" + ", ".join(lit(item) for item in formats_) + "]"
                 return (
-                    f"CAST(try_strptime(trim({raw}), {listed}) AS TIMESTAMPTZ)",
+                    f"CAST({_strptime(raw, formats_)} AS TIMESTAMPTZ)",
                     lit(f"expected a date and time in the format {' or '.join(formats_)}"),
                 )
             return (
-                f"TRY_CAST(trim({raw}) AS TIMESTAMPTZ)",
+                f"pms_iso_timestamp({raw})",
                 "'expected an ISO 8601 date or timestamp'",
             )
         if target == "time":

@@ -29,9 +29,16 @@ _MONTH_MAP = (
 
 _MACROS = f"""
 CREATE OR REPLACE MACRO pms_key(x) AS strip_accents(lower(trim(x)));
+-- With a decimal comma a point only groups thousands: "1.234,50", "1.234.567". A point
+-- elsewhere ("12.50", "1,234.50", "1.2345") is a number written the other way, which dropping
+-- the points read as 1250 or 1.2345: no number.
+CREATE OR REPLACE MACRO pms_comma_number_text(t) AS
+    CASE WHEN NOT contains(t, '.')
+              OR regexp_full_match(t, '[+-]?[0-9]{{1,3}}(\\.[0-9]{{3}})+(,[0-9]*)?')
+         THEN replace(replace(t, '.', ''), ',', '.') END;
 CREATE OR REPLACE MACRO pms_number_text(x, decimal_comma) AS
     CASE WHEN decimal_comma
-         THEN replace(replace(replace(trim(x), ' ', ''), '.', ''), ',', '.')
+         THEN pms_comma_number_text(replace(trim(x), ' ', ''))
          ELSE replace(trim(x), ' ', '') END;
 -- "inf", "nan", "1e999" cast to DOUBLE, but are no JSON number: not a number here either.
 CREATE OR REPLACE MACRO pms_number(x, decimal_comma) AS
@@ -66,8 +73,20 @@ CREATE OR REPLACE MACRO pms_boolean(x) AS
     CASE WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in TRUE_WORDS)}) THEN true
          WHEN lower(trim(x)) IN ({", ".join(f"'{word}'" for word in FALSE_WORDS)}) THEN false
     END;
-CREATE OR REPLACE MACRO pms_iso_date(x) AS
-    coalesce(TRY_CAST(trim(x) AS DATE), CAST(TRY_CAST(trim(x) AS TIMESTAMP) AS DATE));
+-- A short year is no year of the first century: DuckDB's ISO cast reads "25-06-01" as the year
+-- 25 and strptime's %Y reads "01.06.25" as 0025-06-01 (Python's %Y wants four digits), so such
+-- a date was sent as read, and of a format list "%d.%m.%Y" won over a "%d.%m.%y" after it. A year
+-- below 100 stays only when the text spells it with four digits ("0001-01-01", a .NET "no
+-- date"). The year is compared first: dates of this era cost no second parse.
+CREATE OR REPLACE MACRO pms_full_year(v, x) AS
+    CASE WHEN year(v) < 100 AND NOT regexp_matches(trim(x), '^[0-9]{{4}}') THEN NULL ELSE v END;
+CREATE OR REPLACE MACRO pms_iso_date(x) AS pms_full_year(
+    coalesce(TRY_CAST(trim(x) AS DATE), CAST(TRY_CAST(trim(x) AS TIMESTAMP) AS DATE)), x);
+CREATE OR REPLACE MACRO pms_iso_timestamp(x) AS pms_full_year(TRY_CAST(trim(x) AS TIMESTAMPTZ), x);
+CREATE OR REPLACE MACRO pms_strptime(x, f) AS
+    CASE WHEN year(try_strptime(trim(x), f)) < 100 AND contains(f, '%Y')
+              AND try_strptime(trim(x), replace(f, '%Y', '%y')) IS NOT NULL THEN NULL
+         ELSE try_strptime(trim(x), f) END;
 CREATE OR REPLACE MACRO pms_time_parts(x) AS
     regexp_extract(
         lower(replace(trim(x), '.m.', 'm')),

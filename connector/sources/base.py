@@ -26,6 +26,26 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def distinct_columns(header: Sequence[str]) -> list[str]:
+    """Column names DuckDB can hold side by side, the way pandas names a CSV's columns: an
+    empty name becomes ``Unnamed: <index>`` and a repeated one ``name.1``, ``name.2``…
+
+    DuckDB matches identifiers without case, so ``Name`` after ``name`` (or a column called
+    ``_row``) is a repeat too: kept as it is, it stopped the run with DuckDB's own "already
+    exists". The first column of a name keeps it; only the later ones are renamed."""
+    taken = {column.casefold() for column in META_COLUMNS}
+    names: list[str] = []
+    for index, column in enumerate(header):
+        name = column if column != "" else f"Unnamed: {index}"
+        candidate, repeat = name, 0
+        while candidate.casefold() in taken:
+            repeat += 1
+            candidate = f"{name}.{repeat}"
+        taken.add(candidate.casefold())
+        names.append(candidate)
+    return names
+
+
 class Source(abc.ABC):
     """One named input of a mapping."""
 

@@ -9,6 +9,7 @@ short rows without a word, so its input is scanned before it is read.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from connector.sources.base import (
     SOURCE_COLUMN,
     Source,
     create_text_table,
+    distinct_columns,
     insert_frames,
     quote_identifier,
     sql_literal,
@@ -42,6 +44,38 @@ _DUCKDB_ENCODINGS = {
 """Python codec names DuckDB's CSV reader decodes itself (faster than pandas chunks)."""
 
 _DUCKDB_LINE_TOO_LONG = re.compile(r"Maximum line size of \d+ bytes exceeded")
+
+_BYTE_ORDER_MARKS: tuple[tuple[bytes, str, str], ...] = (
+    # (mark, the encoding it announces, the prefix of the codec names that read it); UTF-32's
+    # little-endian mark begins with UTF-16's, so it is looked for first.
+    (codecs.BOM_UTF32_LE, "UTF-32", "utf_32"),
+    (codecs.BOM_UTF32_BE, "UTF-32", "utf_32"),
+    (codecs.BOM_UTF8, "UTF-8", "utf_8"),
+    (codecs.BOM_UTF16_LE, "UTF-16", "utf_16"),
+    (codecs.BOM_UTF16_BE, "UTF-16", "utf_16"),
+)
+"""Byte order marks a file may start with: it is then written in that encoding, whatever the
+input says."""
+
+_LATIN_1_CODECS = frozenset({"latin_1", "iso8859_1"})
+"""Python's names of latin-1 (codecs.lookup("latin-1").name is "iso8859-1")."""
+
+_C1_CONTROL = re.compile(rb"[\x80-\x9f]")
+"""Bytes latin-1 decodes as C1 control characters, which no export means: Windows exports
+(cp1252) write them for the euro sign, typographic quotes and dashes, the ellipsis."""
+
+_SCAN_CHUNK_BYTES = 1 << 20
+
+
+@functools.cache
+def _single_byte(codec: str) -> bool:
+    """Whether every byte is one character of ``codec`` (cp1252, latin-1, iso8859-15, …)."""
+    if codec.startswith("utf"):
+        return False
+    try:
+        return len(bytes(range(256)).decode(codec, errors="replace")) == 256
+    except LookupError:
+        return False
 
 
 class CsvSource(Source):
@@ -67,12 +101,14 @@ class CsvSource(Source):
         self.escape = escape
         self.header_row = header_row
         self.null_values = list(null_values)
+        self.encoding = encoding
         try:
             self.codec = codecs.lookup(encoding).name.replace("-", "_")
         except LookupError:
             raise SourceError(f"unknown encoding {encoding!r}", source=name) from None
         self.max_line: Limit = MAX_LINE.resolve(max_line_mb)
         self._files: list[Path] | None = None
+        self._encoding_checked: set[Path] = set()
 
     @property
     def files(self) -> list[Path]:
@@ -99,6 +135,7 @@ class CsvSource(Source):
         return headers[0]
 
     def _header(self, path: Path) -> list[str]:
+        self._refuse_other_encoding(path)
         try:
             frame = pd.read_csv(path, nrows=0, **self._pandas_options())
         except UnicodeError:
@@ -107,7 +144,106 @@ class CsvSource(Source):
             raise SourceError(
                 f"cannot read the header of {path.name}: {error}", source=self.name
             ) from None
-        return [str(column) for column in frame.columns]
+        return distinct_columns([str(column) for column in frame.columns])
+
+    def _refuse_other_encoding(self, path: Path) -> None:
+        """Refuse a file whose bytes show it is not in the input's encoding, once per file and
+        before its header is read: a header read in the wrong encoding would otherwise stop
+        the run as an unknown column ('StraÃŸe'), hiding the cause."""
+        if path in self._encoding_checked:
+            return
+        self._refuse_other_byte_order_mark(path)
+        if _single_byte(self.codec):
+            self._refuse_utf8(path)
+            if self.codec in _LATIN_1_CODECS:
+                self._refuse_c1_controls(path)
+        self._encoding_checked.add(path)
+
+    def _refuse_other_byte_order_mark(self, path: Path) -> None:
+        """A file that starts with the byte order mark of another encoding than the input's.
+
+        A single-byte encoding decodes any byte: a UTF-8 file read as cp1252 or latin-1 (a PMS
+        update that switched its exports to UTF-8) was read without a word, its first column
+        named 'ï»¿id' and every 'é' sent as 'Ã©'. The mark says which encoding it is."""
+        with path.open("rb") as handle:
+            start = handle.read(4)
+        for mark, encoding, codec_prefix in _BYTE_ORDER_MARKS:
+            if start.startswith(mark):
+                if not self.codec.startswith(codec_prefix):
+                    raise SourceError(
+                        f"{path.name} starts with the byte order mark of {encoding}, but the "
+                        f"input's encoding is {self.encoding}: the file is {encoding} and would be "
+                        f"read as garbled text; set the input's `encoding:` to "
+                        f"{encoding.lower()}; nothing of this input was used",
+                        source=self.name,
+                    )
+                return
+
+    def _refuse_utf8(self, path: Path) -> None:
+        """A single-byte input whose file is UTF-8 with letters beyond ASCII.
+
+        cp1252 and latin-1 decode any byte: a PMS that now writes UTF-8 while the mapping says
+        cp1252 was read without a word, every "ü" sent as "Ã¼". Text in a single-byte encoding
+        is practically never valid UTF-8 once it has such letters ("Ã¼" would have to be
+        meant), which is how `pms-sync init` tells the two apart too."""
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        line_feeds = 0
+        first: tuple[int, str] | None = None  # the line and the first letter beyond ASCII
+        with path.open("rb") as handle:
+            while chunk := handle.read(_SCAN_CHUNK_BYTES):
+                try:
+                    text = decoder.decode(chunk)
+                except UnicodeDecodeError:
+                    return  # not UTF-8: the declared encoding may well be right
+                if first is None and not text.isascii():
+                    # (A letter whose bytes the chunk cuts is in the next chunk's text.)
+                    at = next(index for index, character in enumerate(text) if ord(character) > 127)
+                    first = (line_feeds + text.count("\n", 0, at) + 1, text[at])
+                line_feeds += chunk.count(b"\n")
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                return
+        if first is None:
+            return  # ASCII only: read alike in either encoding
+        line, character = first
+        misread = character.encode("utf-8").decode(self.codec, errors="replace")
+        raise SourceError(
+            f"{path.name} is UTF-8, not {self.encoding}: line {line} has {character!r}, which "
+            f"{self.encoding} would read as {misread!r}; set the input's `encoding:` to utf-8; "
+            f"nothing of this input was used",
+            source=self.name,
+            row=self._row_of(line),
+        )
+
+    def _refuse_c1_controls(self, path: Path) -> None:
+        """A latin-1 input whose file holds a byte latin-1 decodes as a control character.
+
+        Latin-1 decodes any byte: a cp1252 export declared latin-1 (the usual name for "Western
+        European") was read without a word, "12 €" as "12 \\x80" and typographic quotes as
+        control characters, and sent so."""
+        line_feeds = 0
+        with path.open("rb") as handle:
+            while chunk := handle.read(_SCAN_CHUNK_BYTES):
+                found = _C1_CONTROL.search(chunk)
+                if found is None:
+                    line_feeds += chunk.count(b"\n")
+                    continue
+                line = line_feeds + chunk.count(b"\n", 0, found.start()) + 1
+                byte = found.group()
+                character = byte.decode("cp1252", errors="replace")
+                meant = (
+                    f"where Windows exports (cp1252) write {character!r}; set the input's "
+                    f"`encoding:` to cp1252"
+                    if character != "\ufffd"
+                    else "so the file is in another encoding; set the input's `encoding:` to it"
+                )
+                raise SourceError(
+                    f"{path.name} line {line} has the byte {byte!r}, a control character in "
+                    f"{self.encoding}, {meant}; nothing of this input was used",
+                    source=self.name,
+                    row=self._row_of(line),
+                )
 
     def _pandas_options(self) -> dict[str, Any]:
         return {

@@ -3,6 +3,7 @@ their archive is known to expand within the limits in force (connector.sources.x
 
 from __future__ import annotations
 
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -13,12 +14,45 @@ import duckdb
 import pandas as pd
 
 from connector.errors import SourceError
-from connector.sources.base import ROW_COLUMN, Source, append_frames, chunked, text_frame, to_text
+from connector.sources.base import (
+    ROW_COLUMN,
+    Source,
+    append_frames,
+    chunked,
+    distinct_columns,
+    text_frame,
+    to_text,
+)
 from connector.sources.files import resolve_files
 from connector.sources.limits import MAX_COMPRESSION_RATIO, MAX_UNCOMPRESSED, Limit
 from connector.sources.xlsx_archive import check_xlsx_archive
 
 CHUNK_ROWS = 50_000
+
+_ZERO_PADDED = re.compile(r"0+")
+"""A number format of zeros only ("000"): Excel shows 7 as 007, as a room or an id is written."""
+
+
+def _cell_value(cell: Any) -> Any:
+    """The cell's value, a whole number in a zero-padded format as the text Excel shows.
+
+    The sheet holds 7 for a room Excel shows, and a CSV export of it writes, as 007: read as
+    7, it became another unit than the 007 of the bookings file. Other formats (dates,
+    decimals, currencies) are left to the mapping's conversions, which read the value itself.
+    Reading the cells' formats costs no more than their values (openpyxl reads the styles
+    either way)."""
+    value = cell.value
+    number_format = cell.number_format
+    if (
+        number_format
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value < 9e15  # beyond, a float's whole number has digits Excel never shows
+        and value == int(value)
+        and _ZERO_PADDED.fullmatch(number_format)
+    ):
+        return str(int(value)).zfill(len(number_format))
+    return value
 
 
 class XlsxSource(Source):
@@ -72,7 +106,8 @@ class XlsxSource(Source):
                     source=self.name,
                 )
             try:
-                yield from worksheet.iter_rows(min_row=self.header_row, values_only=True)
+                for row in worksheet.iter_rows(min_row=self.header_row):
+                    yield tuple(_cell_value(cell) for cell in row)
             except (zipfile.BadZipFile, zlib.error, EOFError, SyntaxError) as error:
                 # A member whose data is damaged (bad CRC, cut-off stream) or not XML fails
                 # only when its rows are read. (XML parse errors derive from SyntaxError.)
@@ -88,7 +123,7 @@ class XlsxSource(Source):
             header = [to_text(cell) or "" for cell in row]
             while header and header[-1] == "":
                 header.pop()
-            return header
+            return distinct_columns(header)
         raise SourceError(f"{path.name} has no header row {self.header_row}", source=self.name)
 
     def columns(self) -> list[str]:

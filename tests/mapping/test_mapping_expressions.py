@@ -102,10 +102,12 @@ def test_number_text_drops_a_spreadsheet_trailing_zero(tmp_path: Path) -> None:
 def test_integers_accept_whole_decimals_and_decimal_commas(tmp_path: Path) -> None:
     data = rows(size=["42", "42.0", "1.042,0"])
     fields = {"sizeSqM": {"column": "size", "decimal": ","}, "bedroomsNumber": {"constant": 1}}
-    batch = map_units(tmp_path, data[:1], {"sizeSqM": "size"})
-    assert field_values(batch, "sizeSqM") == [42]
+    batch = map_units(tmp_path, data[:2], {"sizeSqM": "size"})
+    assert field_values(batch, "sizeSqM") == [42, 42]
     batch = map_units(tmp_path, data, fields)
-    assert field_values(batch, "sizeSqM") == [42, 420, 1042]
+    # With a decimal comma a point groups thousands: "42.0" is no such number (it was 420).
+    assert field_values(batch, "sizeSqM") == [42, 1042]
+    assert batch.quarantine["value"].tolist() == ["42.0"]
 
 
 def test_numbers_become_floats(tmp_path: Path) -> None:

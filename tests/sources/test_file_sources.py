@@ -168,3 +168,146 @@ def test_an_xlsx_mapping_maps_like_a_csv_one(tmp_path: Path) -> None:
     assert batch.quarantine.empty
     assert records["source_rows"].tolist() == ["units.xlsx:1", "units.xlsx:3"]
     assert '"postalCode":"397657"' in records["payload"].iloc[0]
+
+
+# -- headers as real exports write them ------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252"])
+def test_csv_columns_whose_names_differ_only_in_case_are_both_read(
+    tmp_path: Path, encoding: str
+) -> None:
+    # DuckDB matches column names without case: "Name" beside "name" stopped the run with
+    # DuckDB's "Column with name ... already exists" and a traceback.
+    (tmp_path / "a.csv").write_bytes("id,Name,name,NAME\n1,Anna,Bob,Cleo\n".encode(encoding))
+    source = CsvSource("a", "a.csv", tmp_path, encoding=encoding)
+    assert source.columns() == ["id", "Name", "name.1", "NAME.2"]
+    assert load(source) == [("1", "Anna", "Bob", "Cleo", "a.csv", 1)]
+
+
+def test_a_csv_column_named_like_a_bookkeeping_column_is_renamed_not_fatal(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.csv").write_text("id,_row,_SRC\n1,7,x\n")
+    source = CsvSource("a", "a.csv", tmp_path)
+    assert source.columns() == ["id", "_row.1", "_SRC.1"]
+    assert load(source) == [("1", "7", "x", "a.csv", 1)]
+
+
+def test_xlsx_headers_with_blank_and_repeated_names_read_like_the_same_csv(
+    tmp_path: Path,
+) -> None:
+    # An empty header cell or a repeated name made an empty or duplicate DuckDB column: a
+    # parser or catalog error with a traceback instead of the sheet's rows.
+    header = ["id", None, "phone", "phone", "Phone", " city "]
+    row = ["1", "x", "030 1", "0170 2", "0171 3", "Köln"]
+    book = openpyxl.Workbook()
+    book.active.append(header)
+    book.active.append(row)
+    book.save(tmp_path / "a.xlsx")
+    (tmp_path / "a.csv").write_text(
+        ",".join(cell or "" for cell in header) + "\n" + ",".join(row) + "\n"
+    )
+    workbook_source = XlsxSource("a", "a.xlsx", tmp_path)
+    csv_source = CsvSource("a", "a.csv", tmp_path)
+    expected = ["id", "Unnamed: 1", "phone", "phone.1", "Phone.2", " city "]
+    assert workbook_source.columns() == csv_source.columns() == expected
+    assert [row[:-2] for row in load(workbook_source)] == [tuple(row)]
+    assert [row[:-2] for row in load(csv_source)] == [tuple(row)]
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1"])
+def test_a_utf8_file_with_a_bom_is_refused_when_the_input_says_single_byte(
+    tmp_path: Path, encoding: str
+) -> None:
+    # A single-byte encoding decodes any byte: the file was read without a word, its first
+    # column named "ï»¿id" and "Zoë" mapped as "ZoÃ«".
+    (tmp_path / "a.csv").write_bytes("\ufeffnr;name\n1;Zoë\n".encode())
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding=encoding)
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    message = str(raised.value)
+    assert "a.csv starts with the byte order mark of UTF-8" in message
+    assert f"encoding is {encoding}" in message and "`encoding:` to utf-8" in message
+    assert raised.value.source == "a"
+
+
+def test_a_utf16_file_read_with_the_default_encoding_names_its_encoding(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes("id\tname\n1\tZoë\n".encode("utf-16"))
+    with pytest.raises(SourceError, match=r"byte order mark of UTF-16.*`encoding:` to utf-16"):
+        CsvSource("a", "a.csv", tmp_path, delimiter="\t").columns()
+    source = CsvSource("a", "a.csv", tmp_path, delimiter="\t", encoding="utf-16")
+    assert load(source) == [("1", "Zoë", "a.csv", 1)]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig"])
+def test_a_bom_of_the_declared_encoding_is_read_as_before(tmp_path: Path, encoding: str) -> None:
+    (tmp_path / "a.csv").write_bytes("\ufeffid,name\r\n1,Zoë\r\n".encode())
+    assert load(CsvSource("a", "a.csv", tmp_path, encoding=encoding)) == [("1", "Zoë", "a.csv", 1)]
+
+
+def test_xlsx_whole_numbers_in_a_zero_padded_format_keep_the_zeros_excel_shows(
+    tmp_path: Path,
+) -> None:
+    # The sheet holds 7 for the room Excel shows (and a CSV export writes) as 007: it was read
+    # as "7", another unit than the bookings' 007.
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["room", "zip", "text", "price", "plain", "huge"])
+    sheet.append([7, 1067.0, "007", 12.5, 7, 1e16])
+    for cell, number_format in zip(
+        sheet[2], ["000", "00000", "000", "000", "General", "0"], strict=True
+    ):
+        cell.number_format = number_format
+    book.save(tmp_path / "rooms.xlsx")
+    assert load(XlsxSource("rooms", "rooms.xlsx", tmp_path)) == [
+        ("007", "01067", "007", "12.5", "7", "1e+16", "rooms.xlsx", 1)
+    ]
+
+
+def test_a_cp1252_export_declared_latin1_is_refused_at_its_first_windows_character(
+    tmp_path: Path,
+) -> None:
+    # Latin-1 decodes every byte: "12 €" was read as "12 \x80", „Zimmer“ with control
+    # characters, and sent so.
+    text = "id;name;price\n1;Málaga;12\n2;„Zimmer“;12 €\n"
+    (tmp_path / "a.csv").write_bytes(text.encode("cp1252"))
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="latin-1")
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    assert str(raised.value).startswith(
+        "a.csv line 3 has the byte b'\\x84', a control character in latin-1, where Windows "
+        "exports (cp1252) write '„'; set the input's `encoding:` to cp1252"
+    )
+    assert (raised.value.source, raised.value.row) == ("a", 2)
+    cp1252 = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="cp1252")
+    assert [row[1:3] for row in load(cp1252)] == [("Málaga", "12"), ("„Zimmer“", "12 €")]
+
+
+def test_a_latin1_export_without_windows_characters_is_read_as_before(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes("id;name\n1;Müller ß ÿ ©\n".encode("latin-1"))
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="latin-1")
+    assert load(source) == [("1", "Müller ß ÿ ©", "a.csv", 1)]
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1", "iso-8859-15"])
+def test_a_utf8_export_without_a_bom_is_refused_when_the_input_says_single_byte(
+    tmp_path: Path, encoding: str
+) -> None:
+    # A PMS that switched to UTF-8 while the mapping says cp1252: every "ü" was sent as "Ã¼".
+    (tmp_path / "a.csv").write_bytes("id;name\n1;Weber\n2;Müller\n".encode())
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding=encoding)
+    with pytest.raises(SourceError) as raised:
+        load(source)
+    misread = "ü".encode().decode(encoding)  # "Ã¼", in latin-9 "ÃŒ"
+    assert str(raised.value).startswith(
+        f"a.csv is UTF-8, not {encoding}: line 3 has 'ü', which {encoding} would read as "
+        f"{misread!r}; set the input's `encoding:` to utf-8"
+    )
+    assert raised.value.row == 2
+
+
+def test_an_ascii_export_reads_alike_in_any_single_byte_encoding(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes(b"id;name\n1;Weber\n")
+    source = CsvSource("a", "a.csv", tmp_path, delimiter=";", encoding="cp1252")
+    assert load(source) == [("1", "Weber", "a.csv", 1)]
