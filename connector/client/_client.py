@@ -48,6 +48,9 @@ from connector.secrets import mask_text, sensitive_values
 
 _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     httpx.TransportError,  # timeouts, connection and protocol errors
+    # A body whose Content-Encoding does not decode (a broken gzip stream): not a transport
+    # error to httpx, but the answer is lost all the same (aiohttp raises ClientPayloadError).
+    httpx.DecodingError,
     aiohttp.ClientError,  # the aiohttp transport does not map every one of its errors
     asyncio.TimeoutError,
     OSError,
@@ -79,7 +82,12 @@ class _Answer(NamedTuple):
 
     @property
     def text(self) -> str:
-        return self.body.decode(self.charset or "utf-8", errors="replace")
+        try:
+            return self.body.decode(self.charset or "utf-8", errors="replace")
+        except LookupError:
+            # A charset Python does not know (``charset=x-unknown``): the message is still
+            # read, as UTF-8, rather than the run failing on the service's header.
+            return self.body.decode("utf-8", errors="replace")
 
 
 class _AnswerCutOff(Exception):

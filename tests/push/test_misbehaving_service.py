@@ -1,0 +1,198 @@
+"""The client and the push against a service that misbehaves in ways the sandbox cannot:
+answers written byte by byte on a raw socket (a charset Python does not know, a gzip stream
+that does not decode, a Retry-After of a day, rate-limit headers that are no counts).
+
+Every answer must end as an acknowledgement, a retry or a pending record with a message,
+never as an exception that ends the run, and never as a pause past the retry policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from push_samples import FAST_RETRY, batches_of, hotel, settings_for, unit
+
+from connector.canonical import canonical_json
+from connector.client import (
+    AccountTokens,
+    ClientConfig,
+    Delivery,
+    ServiceClient,
+    SyncAttempts,
+    Transport,
+)
+from connector.contract import Entity, SyncEvent
+from connector.pipeline import sync_batches
+from connector.snapshot import Snapshot
+
+PAYLOAD = canonical_json(unit("U1"))
+SAVED = b'{"savedProperties":1,"skippedProperties":0}'
+SKIPPED = b'{"savedProperties":0,"skippedProperties":1}'
+
+Script = Callable[[int], bytes]
+"""The bytes written in answer to the n-th request (1-based) the server reads; no bytes:
+the connection is closed instead, after the request was read (the service stored it, its
+answer is lost)."""
+
+
+def answer(
+    status: int = 200, body: bytes = SAVED, headers: tuple[tuple[str, str], ...] = ()
+) -> bytes:
+    lines = [f"HTTP/1.1 {status} Answer", f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class ScriptedService:
+    """An HTTP/1.1 server on a raw asyncio socket, in a thread of its own (the push runs its
+    own event loop), answering each request with what ``script`` writes."""
+
+    def __init__(self) -> None:
+        self.script: Script = lambda n: answer()
+        self.requests = 0
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.Server | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def start(self) -> ScriptedService:
+        self._thread.start()
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        ).result(5)
+        return self
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        """Stop listening and end the connections still open, so nothing outlives the loop."""
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        serving = [task for task in asyncio.all_tasks() if task is not current]
+        for task in serving:
+            task.cancel()
+        await asyncio.gather(*serving, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                self.requests += 1
+                written = self.script(self.requests)
+                if not written:
+                    break
+                writer.write(written)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client closed its pooled connection
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedService]:
+    service = ScriptedService().start()
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def send(base_url: str, transport: Transport = Transport.AIOHTTP) -> SyncAttempts:
+    config = ClientConfig(base_url=base_url, transport=transport, retry=FAST_RETRY)
+
+    async def run() -> SyncAttempts:
+        async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
+            # Bounded here so that a regression fails the test instead of hanging it.
+            return await asyncio.wait_for(
+                client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD), 10
+            )
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_an_error_answer_in_a_charset_python_does_not_know_is_read_as_utf_8(
+    scripted: ScriptedService, transport: Transport
+) -> None:
+    # It crashed the run with LookupError: unknown encoding (traceback, exit 1).
+    unknown = (("Content-Type", "text/plain; charset=x-unknown"),)
+    scripted.script = lambda n: answer(503, "überlastet".encode(), unknown)
+
+    result = send(scripted.base_url, transport)
+
+    assert (result.delivery, result.status) == (Delivery.UNDELIVERED, 503)
+    assert result.attempts == FAST_RETRY.max_attempts
+    assert result.message == "überlastet"
+
+
+def test_a_run_answered_in_an_unknown_charset_leaves_the_record_pending_and_the_rerun_sends_it(
+    scripted: ScriptedService, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "snapshot.duckdb"
+    settings = settings_for(scripted.base_url, snapshot)
+    refused = answer(400, b"doorCode invalid", (("Content-Type", "text/plain; charset=bogus"),))
+    scripted.script = lambda n: answer(500, b"down", (("Content-Type", "text/plain; charset=?"),))
+
+    first = sync_batches(batches_of(hotel(units=2, reservations=0)), settings)
+
+    assert first.outcomes["pending"] == 2 and first.status != "succeeded"
+    assert {p.message for p in first.push.problems} == {"down"}
+    with Snapshot.open(snapshot) as store:
+        assert store.acknowledged().empty  # nothing the service did not confirm
+    scripted.script = lambda n: refused if n % 2 else answer()
+
+    second = sync_batches(batches_of(hotel(units=2, reservations=0)), settings)
+
+    assert (second.outcomes["acknowledged"], second.outcomes["dead_lettered"]) == (1, 1)
+    assert [p.message for p in second.push.problems] == ["doorCode invalid"]
+    with Snapshot.open(snapshot) as store:
+        assert len(store.acknowledged()) == 1
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_a_body_whose_gzip_does_not_decode_is_an_answer_lost_after_the_headers(
+    scripted: ScriptedService, transport: Transport
+) -> None:
+    # On httpx's transport it crashed the run with httpx.DecodingError; aiohttp's
+    # ClientPayloadError was already a transient failure.
+    broken = gzip.compress(SAVED)[:-8] + b"\x00" * 8  # the CRC and length do not match
+    gzipped = (("Content-Encoding", "gzip"), ("Content-Type", "application/json"))
+    scripted.script = lambda n: answer(200, broken, gzipped) if n == 1 else answer(body=SKIPPED)
+
+    result = send(scripted.base_url, transport)
+
+    assert (result.delivery, result.attempts) == (Delivery.ACKNOWLEDGED, 2)
+    # The service may have stored the first attempt: its "skipped" is explained.
+    assert result.answer_lost_before
+    scripted.script = lambda n: answer(200, broken, gzipped)
+
+    never = send(scripted.base_url, transport)
+
+    assert (never.delivery, never.status) == (Delivery.UNDELIVERED, None)
+    assert never.message.startswith(
+        "the connection broke after the HTTP 200 status line and headers, before the body"
+    )
