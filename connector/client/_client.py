@@ -350,7 +350,12 @@ class ServiceClient:
                     retry_after = parse_retry_after(response.headers.get("retry-after"))
                     if response.status == 429:
                         self.throttled += 1
-                        limiter.throttled(retry_after)
+                        # Capped as the backoff caps it: the limiter pauses every request of
+                        # the token, and a Retry-After of a day (or a date in 9999) would
+                        # hold the run far past its timeouts.
+                        limiter.throttled(
+                            None if retry_after is None else min(retry_after, retry.max_retry_after)
+                        )
                     else:
                         maybe_stored = True  # a 5xx may come after the write (a gateway's 504)
             if attempt < retry.max_attempts:

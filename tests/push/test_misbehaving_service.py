@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from connector.client import (
     ServiceClient,
     SyncAttempts,
     Transport,
+    parse_retry_after,
 )
 from connector.contract import Entity, SyncEvent
 from connector.pipeline import sync_batches
@@ -196,3 +198,29 @@ def test_a_body_whose_gzip_does_not_decode_is_an_answer_lost_after_the_headers(
     assert never.message.startswith(
         "the connection broke after the HTTP 200 status line and headers, before the body"
     )
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["86400", "inf", "Fri, 31 Dec 9999 23:59:59 GMT", "Mon, 01 Jan 99999999999 00:00:00 GMT"],
+)
+def test_a_retry_after_of_a_day_or_beyond_any_date_pauses_no_longer_than_the_policy_allows(
+    scripted: ScriptedService, retry_after: str
+) -> None:
+    # The backoff capped it, but the limiter paused every request of the token for the raw
+    # value: the run hung for a day (or forever); a year no datetime holds raised
+    # OverflowError.
+    throttled = answer(429, b"slow down", (("Retry-After", retry_after),))
+    scripted.script = lambda n: throttled if n == 1 else answer()
+
+    started = time.monotonic()
+    result = send(scripted.base_url)
+
+    assert (result.delivery, result.attempts) == (Delivery.ACKNOWLEDGED, 2)
+    assert time.monotonic() - started < 2  # FAST_RETRY caps Retry-After at 0.05 s
+
+
+def test_a_retry_after_that_no_datetime_holds_is_read_as_absent() -> None:
+    assert parse_retry_after("Mon, 01 Jan 99999999999 00:00:00 GMT") is None
+    assert parse_retry_after("Mon, 01 Jan 2026 00:00:00 +99999999999999999999") is None
+    assert parse_retry_after("7") == 7.0
