@@ -224,3 +224,24 @@ def test_a_retry_after_that_no_datetime_holds_is_read_as_absent() -> None:
     assert parse_retry_after("Mon, 01 Jan 99999999999 00:00:00 GMT") is None
     assert parse_retry_after("Mon, 01 Jan 2026 00:00:00 +99999999999999999999") is None
     assert parse_retry_after("7") == 7.0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        (("X-RateLimit-Limit-Second", "15"), ("X-RateLimit-Remaining-Second", "inf")),
+        (("X-RateLimit-Limit-Second", "-5"), ("X-RateLimit-Remaining-Second", "1")),
+        (("X-RateLimit-Limit-Hour", "1e400"), ("X-RateLimit-Remaining-Hour", "0")),
+    ],
+    ids=["remaining-inf", "limit-negative", "limit-overflow"],
+)
+def test_rate_limit_headers_that_are_no_counts_do_not_end_the_run(
+    scripted: ScriptedService, headers: tuple[tuple[str, str], ...]
+) -> None:
+    # OverflowError or ValueError out of the limiter ended the push with a traceback.
+    # (Counts it would log millions of tickets for: tests/rate/test_limiter_rules.py.)
+    scripted.script = lambda n: answer(headers=headers)
+
+    result = send(scripted.base_url)
+
+    assert (result.delivery, result.attempts) == (Delivery.ACKNOWLEDGED, 1)
