@@ -361,7 +361,10 @@ class ServiceClient:
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         # The last attempt's kind: UNCONFIRMED (a 2xx that was no acknowledgement) or
-        # UNDELIVERED (no answer, 429 or 5xx).
+        # UNDELIVERED (no answer, 429 or 5xx). The last attempt counts too now: when it alone
+        # may have been stored (throttled until then), the push must still remember the
+        # change as possibly stored, or the next run's "skipped" reads as a disagreement.
+        outcome.answer_lost_before = maybe_stored
         return outcome
 
 

@@ -245,3 +245,27 @@ def test_rate_limit_headers_that_are_no_counts_do_not_end_the_run(
     result = send(scripted.base_url)
 
     assert (result.delivery, result.attempts) == (Delivery.ACKNOWLEDGED, 1)
+
+
+def test_a_change_whose_only_lost_answer_was_its_last_attempt_is_remembered_as_possibly_stored(
+    scripted: ScriptedService, tmp_path: Path
+) -> None:
+    # Throttled (nothing stored) until the last attempt, whose answer is lost after the
+    # request was read. The change was left pending without a possibly_stored row, so the
+    # next run's "skipped" was listed as a disagreement (status disagreed, exit 3) instead of
+    # a re-send after a lost answer.
+    snapshot = tmp_path / "snapshot.duckdb"
+    settings = settings_for(scripted.base_url, snapshot, concurrency=1)
+    throttled = answer(429, b"slow down", (("Retry-After", "0"),))
+    scripted.script = lambda n: throttled if n < FAST_RETRY.max_attempts else b""
+
+    first = sync_batches(batches_of(hotel(units=1, reservations=0)), settings)
+
+    assert first.outcomes["pending"] == 1 and scripted.requests == FAST_RETRY.max_attempts
+    scripted.script = lambda n: answer(body=SKIPPED)
+
+    second = sync_batches(batches_of(hotel(units=1, reservations=0)), settings)
+
+    assert second.outcomes["acknowledged"] == 1
+    assert second.push.disagreements == []
+    assert second.push.resent_after_lost_answer == 1
