@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from push_samples import FAST_RETRY, batches_of, hotel, settings_for, unit
@@ -23,6 +24,7 @@ from connector.client import (
     AccountTokens,
     ClientConfig,
     Delivery,
+    RetryPolicy,
     ServiceClient,
     SyncAttempts,
     Transport,
@@ -56,6 +58,8 @@ class ScriptedService:
 
     def __init__(self) -> None:
         self.script: Script = lambda n: answer()
+        # After each answer: keep the connection, close it, or hold it open and write no more.
+        self.then: Literal["keep", "close", "stall"] = "keep"
         self.requests = 0
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
@@ -108,6 +112,10 @@ class ScriptedService:
                     break
                 writer.write(written)
                 await writer.drain()
+                if self.then == "close":
+                    break
+                if self.then == "stall":
+                    await asyncio.sleep(3600)  # cancelled by stop()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client closed its pooled connection
         finally:
@@ -198,6 +206,56 @@ def test_a_body_whose_gzip_does_not_decode_is_an_answer_lost_after_the_headers(
     assert never.message.startswith(
         "the connection broke after the HTTP 200 status line and headers, before the body"
     )
+
+
+CLOSE_DELIMITED = b"HTTP/1.0 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\n\r\n"
+CUT_BODY = answer(body=SAVED)[:-10]  # the Content-Length promises 10 bytes more
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+@pytest.mark.parametrize(
+    ("written", "then", "expected"),
+    [
+        # Read to the end of the connection, as HTTP/1.0 says: a documented answer.
+        (CLOSE_DELIMITED + SAVED, "close", Delivery.ACKNOWLEDGED),
+        # The service may have stored it: retried, never acknowledged.
+        (CUT_BODY, "close", Delivery.UNDELIVERED),
+        (CUT_BODY, "stall", Delivery.UNDELIVERED),
+        (
+            answer(body=b"OK", headers=(("Content-Type", "text/plain"),)),
+            "keep",
+            Delivery.UNCONFIRMED,
+        ),
+    ],
+    ids=["http-1.0-close-delimited", "closed-mid-body", "stalled-mid-body", "200-text-plain"],
+)
+def test_answers_cut_short_or_in_another_shape_are_never_taken_for_an_acknowledgement(
+    scripted: ScriptedService,
+    transport: Transport,
+    written: bytes,
+    then: Literal["keep", "close", "stall"],
+    expected: Delivery,
+) -> None:
+    scripted.script, scripted.then = (lambda n: written), then
+    config = ClientConfig(
+        base_url=scripted.base_url,
+        transport=transport,
+        read_timeout=0.2,
+        retry=RetryPolicy(max_attempts=2, base_delay=0.001),
+    )
+
+    async def run() -> SyncAttempts:
+        async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
+            return await asyncio.wait_for(
+                client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD), 10
+            )
+
+    result = asyncio.run(run())
+
+    assert result.delivery == expected
+    if expected != Delivery.ACKNOWLEDGED:
+        assert result.attempts == 2 and result.answer_lost_before  # remembered for a rerun
+        assert result.message
 
 
 @pytest.mark.parametrize(
