@@ -22,9 +22,9 @@ import os
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 import httpx
@@ -107,6 +107,18 @@ class _AnswerCutOff(Exception):
         super().__init__(self.message)
 
 
+async def _body_within(seconds: float, reading: Coroutine[Any, Any, bytes]) -> bytes:
+    """The rest of a body, which must arrive whole within ``seconds`` of its headers.
+
+    The read timeout bounds each socket read, not the body: a service trickling a byte
+    every few seconds (or a chunked body that never ends) would hold the request, and the
+    run, for ever. A sync answer is a few hundred bytes, so one read timeout is ample; a
+    body cut off by it is an answer lost after the headers (``asyncio.TimeoutError``).
+    """
+    async with asyncio.timeout(seconds):
+        return await reading
+
+
 class _Poster(Protocol):
     """POSTs a body to a path of the service; raises the transport's errors."""
 
@@ -129,6 +141,7 @@ class _AiohttpPoster:
         )
         self._base = config.base_url.rstrip("/")  # httpx's base_url joins paths the same way
         self._proxy = _environment_proxy(config.base_url) if config.trust_env else None
+        self._read_timeout = config.read_timeout
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
         # Redirects are not followed (as with httpx): a 3xx is a configuration problem.
@@ -136,7 +149,10 @@ class _AiohttpPoster:
             self._base + path, data=body, headers=headers, proxy=self._proxy, allow_redirects=False
         ) as response:
             try:
-                content = await response.read()
+                if response.content.is_eof():  # the body came with the headers (nearly always)
+                    content = await response.read()
+                else:
+                    content = await _body_within(self._read_timeout, response.read())
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status, request_id, error) from error
@@ -151,12 +167,13 @@ class _HttpxPoster:
 
     def __init__(self, config: ClientConfig) -> None:
         self._http = open_http(config, _SYNC_HEADERS)
+        self._read_timeout = config.read_timeout
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
         # Streamed, so that a body lost after the headers still yields the x-request-id.
         async with self._http.stream("POST", path, content=body, headers=dict(headers)) as response:
             try:
-                content = await response.aread()
+                content = await _body_within(self._read_timeout, response.aread())
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status_code, request_id, error) from error

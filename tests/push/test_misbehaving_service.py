@@ -58,8 +58,9 @@ class ScriptedService:
 
     def __init__(self) -> None:
         self.script: Script = lambda n: answer()
-        # After each answer: keep the connection, close it, or hold it open and write no more.
-        self.then: Literal["keep", "close", "stall"] = "keep"
+        # After each answer: keep the connection, close it, hold it open and write no more, or
+        # write one more chunk of a chunked body every 50 ms, for ever.
+        self.then: Literal["keep", "close", "stall", "trickle"] = "keep"
         self.requests = 0
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
@@ -116,6 +117,10 @@ class ScriptedService:
                     break
                 if self.then == "stall":
                     await asyncio.sleep(3600)  # cancelled by stop()
+                while self.then == "trickle":
+                    writer.write(b"1\r\n \r\n")
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client closed its pooled connection
         finally:
@@ -256,6 +261,37 @@ def test_answers_cut_short_or_in_another_shape_are_never_taken_for_an_acknowledg
     if expected != Delivery.ACKNOWLEDGED:
         assert result.attempts == 2 and result.answer_lost_before  # remembered for a rerun
         assert result.message
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_a_body_trickled_for_ever_is_given_up_one_read_timeout_after_its_headers(
+    scripted: ScriptedService, transport: Transport
+) -> None:
+    # Every socket read got a byte well within the read timeout, so the request, and the
+    # run, hung for ever (past PMS_SYNC_TIMEOUT and --max-duration alike).
+    chunked = (("Transfer-Encoding", "chunked"), ("Content-Type", "application/json"))
+    head = answer(body=b"", headers=chunked).replace(b"Content-Length: 0\r\n", b"")
+    scripted.script, scripted.then = (lambda n: head), "trickle"
+    config = ClientConfig(
+        base_url=scripted.base_url,
+        transport=transport,
+        read_timeout=0.3,
+        retry=RetryPolicy(max_attempts=2, base_delay=0.001),
+    )
+
+    async def run() -> SyncAttempts:
+        async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
+            return await asyncio.wait_for(
+                client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD), 10
+            )
+
+    started = time.monotonic()
+    result = asyncio.run(run())
+
+    assert (result.delivery, result.status, result.attempts) == (Delivery.UNDELIVERED, None, 2)
+    assert result.answer_lost_before  # the service may hold it: remembered for the rerun
+    assert "before the body (TimeoutError)" in result.message
+    assert time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize(
