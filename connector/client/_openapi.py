@@ -312,7 +312,11 @@ class OpenApiClient:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 if response.status_code == 429:
                     self.throttled += 1
-                    self.limiter.throttled(retry_after)
+                    # Capped as the backoff caps it (as the sync webhooks' client does): a
+                    # Retry-After of a day would pause every Open API request for a day.
+                    self.limiter.throttled(
+                        None if retry_after is None else min(retry_after, retry.max_retry_after)
+                    )
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         raise failure

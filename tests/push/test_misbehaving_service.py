@@ -23,7 +23,9 @@ from connector.canonical import canonical_json
 from connector.client import (
     AccountTokens,
     ClientConfig,
+    ClientCredentials,
     Delivery,
+    OpenApiClient,
     RetryPolicy,
     ServiceClient,
     SyncAttempts,
@@ -312,6 +314,25 @@ def test_a_retry_after_of_a_day_or_beyond_any_date_pauses_no_longer_than_the_pol
 
     assert (result.delivery, result.attempts) == (Delivery.ACKNOWLEDGED, 2)
     assert time.monotonic() - started < 2  # FAST_RETRY caps Retry-After at 0.05 s
+
+
+def test_the_open_api_client_pauses_no_longer_than_the_policy_allows_either(
+    scripted: ScriptedService, tmp_path: Path
+) -> None:
+    throttled = answer(429, b"slow down", (("Retry-After", "86400"),))
+    issued = answer(body=b'{"access_token":"issued-token-1","expires_in":3600}')
+    scripted.script = lambda n: throttled if n == 1 else issued
+    config = ClientConfig(base_url=scripted.base_url, retry=FAST_RETRY)
+
+    async def run() -> str:
+        credentials = ClientCredentials("client-1", "client-secret-1")
+        async with OpenApiClient(config, credentials, cache_path=tmp_path / "t.json") as api:
+            return await asyncio.wait_for(api.access_token(), 10)
+
+    started = time.monotonic()
+
+    assert asyncio.run(run()) == "issued-token-1"
+    assert time.monotonic() - started < 2
 
 
 def test_a_retry_after_that_no_datetime_holds_is_read_as_absent() -> None:
