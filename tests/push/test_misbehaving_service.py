@@ -33,6 +33,7 @@ from connector.client import (
     parse_retry_after,
 )
 from connector.contract import Entity, SyncEvent
+from connector.errors import ServiceError
 from connector.pipeline import sync_batches
 from connector.snapshot import Snapshot
 
@@ -333,6 +334,38 @@ def test_the_open_api_client_pauses_no_longer_than_the_policy_allows_either(
 
     assert asyncio.run(run()) == "issued-token-1"
     assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        (b"<html><body>Accept the terms</body></html>", "a text/html body that is not JSON"),
+        (b'{"access_token": ["issued-token-2"], "expires_in": 60}', "access_token: string_type"),
+        (b'{"access_token": "issued-token-2", "expires_in": "soon"}', "expires_in: int_parsing"),
+    ],
+)
+def test_an_open_api_answer_that_is_no_documented_json_is_a_service_error_quoting_no_value(
+    scripted: ScriptedService, tmp_path: Path, body: bytes, found: str
+) -> None:
+    # JSONDecodeError or pydantic's ValidationError ended `pms-sync accounts` (and a sync
+    # through client credentials) with a traceback; the latter quotes the values it refused.
+    media = "text/html" if body.startswith(b"<") else "application/json"
+    scripted.script = lambda n: answer(body=body, headers=(("Content-Type", media),))
+    config = ClientConfig(base_url=scripted.base_url, retry=FAST_RETRY)
+
+    async def run() -> str:
+        credentials = ClientCredentials("client-1", "client-secret-1")
+        async with OpenApiClient(config, credentials, cache_path=tmp_path / "t.json") as api:
+            return await api.access_token()
+
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(run())
+
+    assert str(caught.value).startswith(
+        f"POST /openapi/v1/oauth2/token: the HTTP 200 answer is not the JSON the client reads "
+        f"({found})"
+    )
+    assert "issued-token-2" not in str(caught.value)
 
 
 def test_a_retry_after_that_no_datetime_holds_is_read_as_absent() -> None:
