@@ -22,9 +22,9 @@ import os
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import aiohttp
 import httpx
@@ -46,7 +46,20 @@ from connector.contract import SYNC_PATHS, Entity, SyncEvent
 from connector.errors import ServiceError
 from connector.secrets import mask_text, sensitive_values
 
+_MAX_BODY = 1 << 20
+"""Bytes of an answer read at most. A sync answer is a few hundred bytes and an error page a
+few kilobytes; a body of hundreds of megabytes cost five times its size in memory."""
+
+
+class BodyTooLarge(Exception):
+    """An answer longer than :data:`_MAX_BODY`: given up like a body cut off."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the body is longer than {_MAX_BODY:,} bytes, beyond any answer")
+
+
 _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    BodyTooLarge,
     httpx.TransportError,  # timeouts, connection and protocol errors
     # A body whose Content-Encoding does not decode (a broken gzip stream): not a transport
     # error to httpx, but the answer is lost all the same (aiohttp raises ClientPayloadError).
@@ -107,16 +120,28 @@ class _AnswerCutOff(Exception):
         super().__init__(self.message)
 
 
-async def _body_within(seconds: float, reading: Coroutine[Any, Any, bytes]) -> bytes:
-    """The rest of a body, which must arrive whole within ``seconds`` of its headers.
+async def _body_within(
+    seconds: float, chunks: AsyncIterator[bytes], declared: int | None = None
+) -> bytes:
+    """The rest of a body, which must arrive whole within ``seconds`` of its headers and be
+    at most :data:`_MAX_BODY` long (``declared``: its Content-Length, when it has one).
 
     The read timeout bounds each socket read, not the body: a service trickling a byte
     every few seconds (or a chunked body that never ends) would hold the request, and the
     run, for ever. A sync answer is a few hundred bytes, so one read timeout is ample; a
     body cut off by it is an answer lost after the headers (``asyncio.TimeoutError``).
     """
+    if declared is not None and declared > _MAX_BODY:
+        raise BodyTooLarge
+    parts: list[bytes] = []
+    size = 0
     async with asyncio.timeout(seconds):
-        return await reading
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > _MAX_BODY:
+                raise BodyTooLarge
+            parts.append(chunk)
+    return b"".join(parts)
 
 
 class _Poster(Protocol):
@@ -149,10 +174,12 @@ class _AiohttpPoster:
             self._base + path, data=body, headers=headers, proxy=self._proxy, allow_redirects=False
         ) as response:
             try:
-                if response.content.is_eof():  # the body came with the headers (nearly always)
+                if response.content.is_eof():  # the body came with the headers (most answers)
                     content = await response.read()
                 else:
-                    content = await _body_within(self._read_timeout, response.read())
+                    content = await _body_within(
+                        self._read_timeout, response.content.iter_any(), response.content_length
+                    )
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status, request_id, error) from error
@@ -173,7 +200,7 @@ class _HttpxPoster:
         # Streamed, so that a body lost after the headers still yields the x-request-id.
         async with self._http.stream("POST", path, content=body, headers=dict(headers)) as response:
             try:
-                content = await _body_within(self._read_timeout, response.aread())
+                content = await _body_within(self._read_timeout, response.aiter_bytes())
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status_code, request_id, error) from error

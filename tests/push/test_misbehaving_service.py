@@ -234,8 +234,18 @@ CUT_BODY = answer(body=SAVED)[:-10]  # the Content-Length promises 10 bytes more
             "keep",
             Delivery.UNCONFIRMED,
         ),
+        # Read no further than 1 MiB: 200 MB cost a gigabyte of memory.
+        (answer(body=b'{"summary": "' + b"x" * (2 << 20) + b'"}'), "keep", Delivery.UNDELIVERED),
+        (CLOSE_DELIMITED + b"x" * (2 << 20), "close", Delivery.UNDELIVERED),
     ],
-    ids=["http-1.0-close-delimited", "closed-mid-body", "stalled-mid-body", "200-text-plain"],
+    ids=[
+        "http-1.0-close-delimited",
+        "closed-mid-body",
+        "stalled-mid-body",
+        "200-text-plain",
+        "2-mib-body",
+        "2-mib-close-delimited-body",
+    ],
 )
 def test_answers_cut_short_or_in_another_shape_are_never_taken_for_an_acknowledgement(
     scripted: ScriptedService,
