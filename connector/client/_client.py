@@ -22,7 +22,7 @@ import os
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import NamedTuple, Protocol
 
@@ -46,8 +46,24 @@ from connector.contract import SYNC_PATHS, Entity, SyncEvent
 from connector.errors import ServiceError
 from connector.secrets import mask_text, sensitive_values
 
+_MAX_BODY = 1 << 20
+"""Bytes of an answer read at most. A sync answer is a few hundred bytes and an error page a
+few kilobytes; a body of hundreds of megabytes cost five times its size in memory."""
+
+
+class BodyTooLarge(Exception):
+    """An answer longer than :data:`_MAX_BODY`: given up like a body cut off."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the body is longer than {_MAX_BODY:,} bytes, beyond any answer")
+
+
 _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    BodyTooLarge,
     httpx.TransportError,  # timeouts, connection and protocol errors
+    # A body whose Content-Encoding does not decode (a broken gzip stream): not a transport
+    # error to httpx, but the answer is lost all the same (aiohttp raises ClientPayloadError).
+    httpx.DecodingError,
     aiohttp.ClientError,  # the aiohttp transport does not map every one of its errors
     asyncio.TimeoutError,
     OSError,
@@ -79,7 +95,12 @@ class _Answer(NamedTuple):
 
     @property
     def text(self) -> str:
-        return self.body.decode(self.charset or "utf-8", errors="replace")
+        try:
+            return self.body.decode(self.charset or "utf-8", errors="replace")
+        except LookupError:
+            # A charset Python does not know (``charset=x-unknown``): the message is still
+            # read, as UTF-8, rather than the run failing on the service's header.
+            return self.body.decode("utf-8", errors="replace")
 
 
 class _AnswerCutOff(Exception):
@@ -97,6 +118,30 @@ class _AnswerCutOff(Exception):
             f"before the body ({cause})"
         )
         super().__init__(self.message)
+
+
+async def _body_within(
+    seconds: float, chunks: AsyncIterator[bytes], declared: int | None = None
+) -> bytes:
+    """The rest of a body, which must arrive whole within ``seconds`` of its headers and be
+    at most :data:`_MAX_BODY` long (``declared``: its Content-Length, when it has one).
+
+    The read timeout bounds each socket read, not the body: a service trickling a byte
+    every few seconds (or a chunked body that never ends) would hold the request, and the
+    run, for ever. A sync answer is a few hundred bytes, so one read timeout is ample; a
+    body cut off by it is an answer lost after the headers (``asyncio.TimeoutError``).
+    """
+    if declared is not None and declared > _MAX_BODY:
+        raise BodyTooLarge
+    parts: list[bytes] = []
+    size = 0
+    async with asyncio.timeout(seconds):
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > _MAX_BODY:
+                raise BodyTooLarge
+            parts.append(chunk)
+    return b"".join(parts)
 
 
 class _Poster(Protocol):
@@ -121,6 +166,7 @@ class _AiohttpPoster:
         )
         self._base = config.base_url.rstrip("/")  # httpx's base_url joins paths the same way
         self._proxy = _environment_proxy(config.base_url) if config.trust_env else None
+        self._read_timeout = config.read_timeout
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
         # Redirects are not followed (as with httpx): a 3xx is a configuration problem.
@@ -128,7 +174,12 @@ class _AiohttpPoster:
             self._base + path, data=body, headers=headers, proxy=self._proxy, allow_redirects=False
         ) as response:
             try:
-                content = await response.read()
+                if response.content.is_eof():  # the body came with the headers (most answers)
+                    content = await response.read()
+                else:
+                    content = await _body_within(
+                        self._read_timeout, response.content.iter_any(), response.content_length
+                    )
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status, request_id, error) from error
@@ -143,12 +194,13 @@ class _HttpxPoster:
 
     def __init__(self, config: ClientConfig) -> None:
         self._http = open_http(config, _SYNC_HEADERS)
+        self._read_timeout = config.read_timeout
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> _Answer:
         # Streamed, so that a body lost after the headers still yields the x-request-id.
         async with self._http.stream("POST", path, content=body, headers=dict(headers)) as response:
             try:
-                content = await response.aread()
+                content = await _body_within(self._read_timeout, response.aiter_bytes())
             except _TRANSIENT_ERRORS as error:
                 request_id = response.headers.get(REQUEST_ID_HEADER)
                 raise _AnswerCutOff(response.status_code, request_id, error) from error
@@ -342,13 +394,21 @@ class ServiceClient:
                     retry_after = parse_retry_after(response.headers.get("retry-after"))
                     if response.status == 429:
                         self.throttled += 1
-                        limiter.throttled(retry_after)
+                        # Capped as the backoff caps it: the limiter pauses every request of
+                        # the token, and a Retry-After of a day (or a date in 9999) would
+                        # hold the run far past its timeouts.
+                        limiter.throttled(
+                            None if retry_after is None else min(retry_after, retry.max_retry_after)
+                        )
                     else:
                         maybe_stored = True  # a 5xx may come after the write (a gateway's 504)
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         # The last attempt's kind: UNCONFIRMED (a 2xx that was no acknowledgement) or
-        # UNDELIVERED (no answer, 429 or 5xx).
+        # UNDELIVERED (no answer, 429 or 5xx). The last attempt counts too now: when it alone
+        # may have been stored (throttled until then), the push must still remember the
+        # change as possibly stored, or the next run's "skipped" reads as a disagreement.
+        outcome.answer_lost_before = maybe_stored
         return outcome
 
 

@@ -133,8 +133,10 @@ def parse_retry_after(value: str | None) -> float | None:
         pass
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    # OverflowError: a date no datetime holds (year 99999999999, an offset of +9999…); such
+    # a header is as unreadable as garbage, and must not end the run.
+    except (TypeError, ValueError, OverflowError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -344,13 +344,23 @@ def estimate_seconds(requests: int, windows: Iterable[Window]) -> float | None:
     return max(math.ceil(requests / w.limit - 1) * w.span for w in windows)
 
 
+_MAX_ANNOUNCED = 1_000_000
+"""The largest count an X-RateLimit-* header is believed for (the documented hour is 5,000).
+The limiter logs one ticket per request counted against a window, another user's included:
+a header announcing a limit of 10¹² (or 10¹² fewer remaining than ours) would have it log
+that many, and the run would run out of memory instead of sending."""
+
+
 def _integer(value: str | None) -> int | None:
+    """A count from an X-RateLimit-* header; None when it is no count (garbage, negative,
+    infinite, beyond :data:`_MAX_ANNOUNCED`): the header is then ignored, not obeyed."""
     if value is None:
         return None
     try:
-        return int(float(value.strip()))
-    except ValueError:
+        count = int(float(value.strip()))
+    except (ValueError, OverflowError):  # "soon", "nan"; "inf", "1e400"
         return None
+    return count if 0 <= count <= _MAX_ANNOUNCED else None
 
 
 def limiter_for(rate: float | None, windows: Iterable[Window] = ()) -> RateLimiter:

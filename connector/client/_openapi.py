@@ -19,9 +19,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel, RootModel, ValidationError
 
 from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, open_http
 from connector.client._config import ClientConfig, effective_windows, parse_retry_after
@@ -182,7 +183,7 @@ class OpenApiClient:
                 },
             )
             self.token_requests += 1
-            issued = TokenResponse.model_validate(response.json())
+            issued = _answer_of(TokenResponse, response)
             self._token = CachedToken(
                 issued.access_token, time.time() + issued.expires_in, float(issued.expires_in)
             )
@@ -199,7 +200,7 @@ class OpenApiClient:
                 ACCOUNTS_PATH,
                 params={"page": page, "pageSize": min(page_size, MAX_PAGE_SIZE)},
             )
-            result = AccountsPage.model_validate(response.json())
+            result = _answer_of(AccountsPage, response)
             yield result
             if not result.pagination.hasMore or not result.data:
                 return
@@ -212,7 +213,7 @@ class OpenApiClient:
     async def account(self, external_id: str) -> Account | None:
         """One account by external id, with its account-level token and lifetime."""
         response = await self._authorised("GET", ACCOUNTS_PATH, params={"externalId": external_id})
-        data = AccountsPage.model_validate(response.json()).data
+        data = _answer_of(AccountsPage, response).data
         return data[0] if data else None
 
     async def guest_links(self, reservation_id: str, *, last_message: bool = False) -> GuestLinks:
@@ -235,7 +236,7 @@ class OpenApiClient:
                 response = None  # expired or revoked: the client's token below
         if response is None:
             response = await self._authorised("GET", LINKS_PATH, params=params)
-        links = GuestLinks.model_validate(response.json())
+        links = _answer_of(GuestLinks, response)
         return links, response.headers.get(REQUEST_ID_HEADER)
 
     async def set_property_status(
@@ -247,27 +248,30 @@ class OpenApiClient:
             params={"updateSubUnits": str(update_sub_units).lower()},
             json=PropertyStatusUpdate(status=status).to_json_dict(),
         )
-        return PropertyStatusResponse.model_validate(response.json())
+        return _answer_of(PropertyStatusResponse, response)
 
     async def webhooks(self) -> list[StoredWebhookConfig]:
         response = await self._authorised("GET", WEBHOOKS_PATH)
-        body = response.json()
+        body = _answer_of(_WebhookList, response).root
         items = body.get("data", []) if isinstance(body, dict) else body
-        return [StoredWebhookConfig.model_validate(item) for item in items]
+        try:
+            return [StoredWebhookConfig.model_validate(item) for item in items]
+        except ValueError as error:
+            raise _undocumented(response, error) from None
 
     async def create_webhook(self, config: WebhookConfig) -> StoredWebhookConfig:
         response = await self._authorised("POST", WEBHOOKS_PATH, json=config.to_json_dict())
-        return StoredWebhookConfig.model_validate(response.json())
+        return _answer_of(StoredWebhookConfig, response)
 
     async def webhook(self, webhook_id: str) -> StoredWebhookConfig:
         response = await self._authorised("GET", f"{WEBHOOKS_PATH}/{webhook_id}")
-        return StoredWebhookConfig.model_validate(response.json())
+        return _answer_of(StoredWebhookConfig, response)
 
     async def update_webhook(self, webhook_id: str, config: WebhookConfig) -> StoredWebhookConfig:
         response = await self._authorised(
             "PUT", f"{WEBHOOKS_PATH}/{webhook_id}", json=config.to_json_dict()
         )
-        return StoredWebhookConfig.model_validate(response.json())
+        return _answer_of(StoredWebhookConfig, response)
 
     async def delete_webhook(self, webhook_id: str) -> None:
         await self._authorised("DELETE", f"{WEBHOOKS_PATH}/{webhook_id}")
@@ -312,10 +316,50 @@ class OpenApiClient:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 if response.status_code == 429:
                     self.throttled += 1
-                    self.limiter.throttled(retry_after)
+                    # Capped as the backoff caps it (as the sync webhooks' client does): a
+                    # Retry-After of a day would pause every Open API request for a day.
+                    self.limiter.throttled(
+                        None if retry_after is None else min(retry_after, retry.max_retry_after)
+                    )
             if attempt < retry.max_attempts:
                 await asyncio.sleep(retry.delay(attempt, retry_after))
         raise failure
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class _WebhookList(RootModel[dict[str, Any] | list[Any]]):
+    """The webhook list: ``{"data": [...]}`` or a bare array (the spec does not show it)."""
+
+
+def _answer_of(model: type[_Model], response: httpx.Response) -> _Model:
+    """A 2xx answer read as ``model``; a ServiceError when it is none (a captive portal's
+    page, a member of the wrong type) rather than the parser's exception, whose traceback
+    ended the command and whose message quotes the values (a token among them)."""
+    try:
+        return model.model_validate(response.json())
+    except ValueError as error:  # json.JSONDecodeError and pydantic's ValidationError
+        raise _undocumented(response, error) from None
+
+
+def _undocumented(response: httpx.Response, error: ValueError) -> ServiceError:
+    request = response.request
+    if isinstance(error, ValidationError):
+        # Member names and error kinds only: the values may be anything, secrets included.
+        found = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or 'the body'}: {item['type']}"
+            for item in error.errors()[:5]
+        )
+    else:
+        media = response.headers.get("content-type", "").split(";", 1)[0].strip() or "no"
+        found = f"a {media} body that is not JSON"
+    return ServiceError(
+        f"{request.method} {request.url.path}: the HTTP {response.status_code} answer is not "
+        f"the JSON the client reads ({found})",
+        status=response.status_code,
+        request_id=response.headers.get(REQUEST_ID_HEADER),
+    )
 
 
 def _error_of(method: str, path: str, response: httpx.Response) -> ServiceError:

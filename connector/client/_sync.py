@@ -36,7 +36,8 @@ class SyncAttempts:
     unconfirmed_answers: int = 0  # 2xx answers that were no acknowledgement, retries included
     # An attempt before the last one may have been stored without its answer reaching the
     # client (a broken connection, a 5xx, an unconfirmed 2xx): a last answer of "skipped" or
-    # "already known" is then explained by that attempt.
+    # "already known" is then explained by that attempt. For a record left undelivered or
+    # unconfirmed, any attempt, the last included: the push remembers it as possibly stored.
     answer_lost_before: bool = False
 
     @property

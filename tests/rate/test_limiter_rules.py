@@ -76,6 +76,37 @@ def test_limits_the_service_announces_lower_than_configured_are_adopted() -> Non
     assert limiter.windows["Minute"].limit == 60
 
 
+@pytest.mark.parametrize(
+    ("limit", "remaining"),
+    [
+        ("10", "-2000000"),  # "two million fewer than none left"
+        ("2000000", "0"),  # beyond any window the client could fill
+        ("15", "inf"),
+        ("-5", "1"),
+        ("1e400", "0"),
+        ("ten", "nine"),
+    ],
+)
+def test_rate_limit_headers_that_are_no_counts_are_ignored(limit: str, remaining: str) -> None:
+    # A misbehaving service's headers: each foreign request is logged as one ticket, so
+    # believing them logged millions (10¹² in the worst case: out of memory), and "inf" or a
+    # negative limit raised OverflowError or ValueError out of the push.
+    clock = FakeClock()
+    configured = WindowLimiter([Window("Second", 15, 1.0)], clock=clock)
+    learning = WindowLimiter([], clock=clock)
+
+    for limiter in (configured, learning):
+        for name in ("Second", "Hour"):
+            limiter.observe(
+                {f"X-RateLimit-Limit-{name}": limit, f"X-RateLimit-Remaining-{name}": remaining}
+            )
+
+    # A count that is one (a remaining 0) still tells the configured window it is full.
+    assert configured.foreign <= 15 and learning.foreign == 0
+    assert configured.windows == {"Second": Window("Second", 15, 1.0)}
+    assert learning.windows == {}
+
+
 def test_the_backlog_eta_is_paced_by_the_binding_window() -> None:
     # 121 requests at 15/s, 120/min: the 121st waits for the next minute.
     assert estimate_seconds(121, DOCUMENTED_WINDOWS) == pytest.approx(60.01)
