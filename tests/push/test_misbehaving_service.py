@@ -139,8 +139,18 @@ def scripted() -> Iterator[ScriptedService]:
         service.stop()
 
 
-def send(base_url: str, transport: Transport = Transport.AIOHTTP) -> SyncAttempts:
+def send(
+    base_url: str, transport: Transport = Transport.AIOHTTP, *, read_timeout: float | None = None
+) -> SyncAttempts:
+    """One record sent as a push sends it; with ``read_timeout``, in two attempts at most."""
     config = ClientConfig(base_url=base_url, transport=transport, retry=FAST_RETRY)
+    if read_timeout is not None:
+        config = ClientConfig(
+            base_url=base_url,
+            transport=transport,
+            read_timeout=read_timeout,
+            retry=RetryPolicy(max_attempts=2, base_delay=0.001),
+        )
 
     async def run() -> SyncAttempts:
         async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
@@ -255,20 +265,8 @@ def test_answers_cut_short_or_in_another_shape_are_never_taken_for_an_acknowledg
     expected: Delivery,
 ) -> None:
     scripted.script, scripted.then = (lambda n: written), then
-    config = ClientConfig(
-        base_url=scripted.base_url,
-        transport=transport,
-        read_timeout=0.2,
-        retry=RetryPolicy(max_attempts=2, base_delay=0.001),
-    )
 
-    async def run() -> SyncAttempts:
-        async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
-            return await asyncio.wait_for(
-                client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD), 10
-            )
-
-    result = asyncio.run(run())
+    result = send(scripted.base_url, transport, read_timeout=0.2)
 
     assert result.delivery == expected
     if expected != Delivery.ACKNOWLEDGED:
@@ -285,21 +283,9 @@ def test_a_body_trickled_for_ever_is_given_up_one_read_timeout_after_its_headers
     chunked = (("Transfer-Encoding", "chunked"), ("Content-Type", "application/json"))
     head = answer(body=b"", headers=chunked).replace(b"Content-Length: 0\r\n", b"")
     scripted.script, scripted.then = (lambda n: head), "trickle"
-    config = ClientConfig(
-        base_url=scripted.base_url,
-        transport=transport,
-        read_timeout=0.3,
-        retry=RetryPolicy(max_attempts=2, base_delay=0.001),
-    )
-
-    async def run() -> SyncAttempts:
-        async with ServiceClient(config, AccountTokens(default="demo-token")) as client:
-            return await asyncio.wait_for(
-                client.send_record(Entity.ACCOMMODATION, "demo", SyncEvent.CREATE, PAYLOAD), 10
-            )
 
     started = time.monotonic()
-    result = asyncio.run(run())
+    result = send(scripted.base_url, transport, read_timeout=0.3)
 
     assert (result.delivery, result.status, result.attempts) == (Delivery.UNDELIVERED, None, 2)
     assert result.answer_lost_before  # the service may hold it: remembered for the rerun
