@@ -39,6 +39,7 @@ from connector.client import (
 from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
 from connector.plan import OPTIONAL_REASONS, RESEND_REASONS, Budget, BudgetGate, Plan, drift_of
+from connector.push._frozen_heap import older_objects_frozen
 from connector.push._holdback import HeldRecord, UnitTrouble, held_record
 from connector.push._recorder import _Recorder, recorded_columns
 from connector.snapshot import (
@@ -280,29 +281,31 @@ async def push_plan_async(
     progress = _Progress(len(plan.changes), on_progress)
     gate = BudgetGate(options.budget)
     trouble = UnitTrouble.from_snapshot(snapshot)
-    async with client:
-        shared = load_shared_state(snapshot, client)
-        # From here until close() the writer thread is the only user of the snapshot (a
-        # DuckDB connection is not safe to share between threads): nothing below reads it.
-        recorded = recorded_columns(plan.changes)
-        recorder = _Recorder(snapshot, options, recorded, plan.connection)
-        try:
-            for entity, rows in _phase_rows(plan.changes):
-                phase: Iterable[_Change] = _changes_at(plan.changes, recorded, rows)
-                if entity == Entity.ACCOMMODATION:
-                    phase = list(phase)  # whole: its answers decide which reservations are held
-                else:
-                    phase = _hold_back(phase, trouble, result, progress)
-                await _push_phase(
-                    phase, len(rows), client, recorder, result, progress, options, gate
-                )
-                if entity == Entity.ACCOMMODATION:
-                    _note_unit_answers(phase, result, trouble)
-        finally:
-            # Waits until every answer is committed (nothing is in flight any more, so
-            # blocking the loop here delays no request).
-            recorder.close()
-            save_shared_state(snapshot, client, shared)
+    # No full collection walks the plan's objects while requests are in flight (docs: the module).
+    with older_objects_frozen():
+        async with client:
+            shared = load_shared_state(snapshot, client)
+            # From here until close() the writer thread is the only user of the snapshot (a
+            # DuckDB connection is not safe to share between threads): nothing below reads it.
+            recorded = recorded_columns(plan.changes)
+            recorder = _Recorder(snapshot, options, recorded, plan.connection)
+            try:
+                for entity, rows in _phase_rows(plan.changes):
+                    phase: Iterable[_Change] = _changes_at(plan.changes, recorded, rows)
+                    if entity == Entity.ACCOMMODATION:
+                        phase = list(phase)  # whole: its answers decide which reservations are held
+                    else:
+                        phase = _hold_back(phase, trouble, result, progress)
+                    await _push_phase(
+                        phase, len(rows), client, recorder, result, progress, options, gate
+                    )
+                    if entity == Entity.ACCOMMODATION:
+                        _note_unit_answers(phase, result, trouble)
+            finally:
+                # Waits until every answer is committed (nothing is in flight any more, so
+                # blocking the loop here delays no request).
+                recorder.close()
+                save_shared_state(snapshot, client, shared)
     _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
