@@ -64,6 +64,8 @@ _C1_CONTROL = re.compile(rb"[\x80-\x9f]")
 """Bytes latin-1 decodes as C1 control characters, which no export means: Windows exports
 (cp1252) write them for the euro sign, typographic quotes and dashes, the ellipsis."""
 
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
+
 _SCAN_CHUNK_BYTES = 1 << 20
 
 
@@ -154,9 +156,7 @@ class CsvSource(Source):
             return
         self._refuse_other_byte_order_mark(path)
         if _single_byte(self.codec):
-            self._refuse_utf8(path)
-            if self.codec in _LATIN_1_CODECS:
-                self._refuse_c1_controls(path)
+            self._refuse_text_read_otherwise(path)
         self._encoding_checked.add(path)
 
     def _refuse_other_byte_order_mark(self, path: Path) -> None:
@@ -179,71 +179,70 @@ class CsvSource(Source):
                     )
                 return
 
-    def _refuse_utf8(self, path: Path) -> None:
-        """A single-byte input whose file is UTF-8 with letters beyond ASCII.
+    def _refuse_text_read_otherwise(self, path: Path) -> None:
+        """A single-byte input (cp1252, latin-1…) whose file is text of another encoding, which
+        such an encoding decodes without an error, since it decodes any byte. One read of the
+        file looks for both:
 
-        cp1252 and latin-1 decode any byte: a PMS that now writes UTF-8 while the mapping says
-        cp1252 was read without a word, every "ü" sent as "Ã¼". Text in a single-byte encoding
-        is practically never valid UTF-8 once it has such letters ("Ã¼" would have to be
-        meant), which is how `pms-sync init` tells the two apart too."""
-        decoder = codecs.getincrementaldecoder("utf-8")()
+        - UTF-8 with letters beyond ASCII: a PMS that now writes UTF-8 while the mapping says
+          cp1252 had every "ü" sent as "Ã¼". Text in a single-byte encoding is practically
+          never valid UTF-8 once it has such letters, which is how `pms-sync init` tells the
+          two apart too. It is decided first: UTF-8's own bytes include 0x80 to 0x9F.
+        - for latin-1, a byte it decodes as a C1 control character: a cp1252 export declared
+          latin-1 (the usual name for "Western European") had "12 €" sent as "12 \\x80"."""
+        utf8: codecs.IncrementalDecoder | None = codecs.getincrementaldecoder("utf-8")()
+        controls = self.codec in _LATIN_1_CODECS
+        letter: tuple[int, str] | None = None  # the line and the first letter beyond ASCII
+        control: tuple[int, bytes] | None = None  # the line and the first C1 control byte
         line_feeds = 0
-        first: tuple[int, str] | None = None  # the line and the first letter beyond ASCII
         with path.open("rb") as handle:
             while chunk := handle.read(_SCAN_CHUNK_BYTES):
-                try:
-                    text = decoder.decode(chunk)
-                except UnicodeDecodeError:
-                    return  # not UTF-8: the declared encoding may well be right
-                if first is None and not text.isascii():
-                    # (A letter whose bytes the chunk cuts is in the next chunk's text.)
-                    at = next(index for index, character in enumerate(text) if ord(character) > 127)
-                    first = (line_feeds + text.count("\n", 0, at) + 1, text[at])
+                if utf8 is not None:
+                    try:
+                        text = utf8.decode(chunk)
+                    except UnicodeDecodeError:
+                        utf8 = None  # not UTF-8: the declared encoding may well be right
+                    else:
+                        # (A letter whose bytes the chunk cuts is in the next chunk's text.)
+                        found = None if letter else _BEYOND_ASCII.search(text)
+                        if found:
+                            letter = (
+                                line_feeds + text.count("\n", 0, found.start()) + 1,
+                                found.group(),
+                            )
+                if controls and control is None and (byte := _C1_CONTROL.search(chunk)):
+                    control = (line_feeds + chunk.count(b"\n", 0, byte.start()) + 1, byte.group())
+                if utf8 is None and (control is not None or not controls):
+                    break  # decided: not UTF-8, and a control byte found or none looked for
                 line_feeds += chunk.count(b"\n")
+        if utf8 is not None and letter is not None:
             try:
-                decoder.decode(b"", final=True)
+                utf8.decode(b"", final=True)
             except UnicodeDecodeError:
-                return
-        if first is None:
-            return  # ASCII only: read alike in either encoding
-        line, character = first
-        misread = character.encode("utf-8").decode(self.codec, errors="replace")
-        raise SourceError(
-            f"{path.name} is UTF-8, not {self.encoding}: line {line} has {character!r}, which "
-            f"{self.encoding} would read as {misread!r}; set the input's `encoding:` to utf-8; "
-            f"nothing of this input was used",
-            source=self.name,
-            row=self._row_of(line),
-        )
-
-    def _refuse_c1_controls(self, path: Path) -> None:
-        """A latin-1 input whose file holds a byte latin-1 decodes as a control character.
-
-        Latin-1 decodes any byte: a cp1252 export declared latin-1 (the usual name for "Western
-        European") was read without a word, "12 €" as "12 \\x80" and typographic quotes as
-        control characters, and sent so."""
-        line_feeds = 0
-        with path.open("rb") as handle:
-            while chunk := handle.read(_SCAN_CHUNK_BYTES):
-                found = _C1_CONTROL.search(chunk)
-                if found is None:
-                    line_feeds += chunk.count(b"\n")
-                    continue
-                line = line_feeds + chunk.count(b"\n", 0, found.start()) + 1
-                byte = found.group()
-                character = byte.decode("cp1252", errors="replace")
-                meant = (
-                    f"where Windows exports (cp1252) write {character!r}; set the input's "
-                    f"`encoding:` to cp1252"
-                    if character != "\ufffd"
-                    else "so the file is in another encoding; set the input's `encoding:` to it"
-                )
-                raise SourceError(
-                    f"{path.name} line {line} has the byte {byte!r}, a control character in "
-                    f"{self.encoding}, {meant}; nothing of this input was used",
-                    source=self.name,
-                    row=self._row_of(line),
-                )
+                utf8 = None
+        if utf8 is not None and letter is not None:
+            line, character = letter
+            misread = character.encode("utf-8").decode(self.codec, errors="replace")
+            raise self._refused_at(
+                line,
+                f"{path.name} is UTF-8, not {self.encoding}: line {line} has {character!r}, "
+                f"which {self.encoding} would read as {misread!r}; set the input's `encoding:` "
+                "to utf-8; nothing of this input was used",
+            )
+        if control is not None:
+            line, byte_found = control
+            character = byte_found.decode("cp1252", errors="replace")
+            meant = (
+                f"where Windows exports (cp1252) write {character!r}; set the input's "
+                f"`encoding:` to cp1252"
+                if character != "\ufffd"
+                else "so the file is in another encoding; set the input's `encoding:` to it"
+            )
+            raise self._refused_at(
+                line,
+                f"{path.name} line {line} has the byte {byte_found!r}, a control character in "
+                f"{self.encoding}, {meant}; nothing of this input was used",
+            )
 
     def _pandas_options(self) -> dict[str, Any]:
         return {
@@ -420,12 +419,11 @@ class CsvSource(Source):
                         if isinstance(error, UnicodeDecodeError)
                         else str(error)
                     )
-                    return SourceError(
+                    return self._refused_at(
+                        line_number,
                         f"{path.name} line {line_number} is not valid {self.codec} "
                         f"({found}); set the input's "
                         f"`encoding:` (e.g. latin-1, cp1252) to the one the PMS writes",
-                        source=self.name,
-                        row=self._row_of(line_number),
                     )
         return None
 
@@ -466,6 +464,10 @@ class CsvSource(Source):
             )
         first_line = text.splitlines()[0] if text else repr(error)
         return SourceError(f"cannot read {path.name}: {first_line}", source=self.name)
+
+    def _refused_at(self, line_number: int, message: str) -> SourceError:
+        """The error of this input at a physical line of one of its files."""
+        return SourceError(message, source=self.name, row=self._row_of(line_number))
 
     def _row_of(self, line_number: int) -> int | None:
         """The data row (1 = the first after the header) of a physical line, as quarantine
