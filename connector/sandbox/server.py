@@ -159,6 +159,8 @@ def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str
         lines.append(f"rate limits on {len(config.rate_limits)} token(s)/client(s)")
     if config.admin_token is not None:
         lines.append("admin API (/_sandbox/): admin token required")
+    if config.allowed_hosts:
+        lines.append(f"Host names answered besides its address: {', '.join(config.allowed_hosts)}")
     return "\n".join(lines)
 
 
