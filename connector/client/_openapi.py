@@ -227,11 +227,12 @@ class OpenApiClient:
         """A valid access token: from memory, from the disk cache, or newly issued."""
         async with self._token_lock:
             if not renew:
+                if self._token is not None and self._token.fresh(self.renew_margin):
+                    return self._token.access_token
                 cached = self.cache.get(self._cache_key, self.credentials.client_secret)
-                for candidate in (self._token, cached):
-                    if candidate is not None and candidate.fresh(self.renew_margin):
-                        self._token = candidate
-                        return candidate.access_token
+                if cached is not None and cached.fresh(self.renew_margin):
+                    self._token = cached
+                    return cached.access_token
             response = await self._send(
                 "POST",
                 TOKEN_PATH,
@@ -247,7 +248,7 @@ class OpenApiClient:
                 issued.access_token, time.time() + issued.expires_in, float(issued.expires_in)
             )
             self.cache.put(self._cache_key, self._token, self.credentials.client_secret)
-            return issued.access_token
+            return self._token.access_token
 
     async def verify_credentials(self) -> None:
         """Make sure the service accepts the client secret before anything obtained with an
