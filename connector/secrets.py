@@ -32,9 +32,12 @@ import logging
 import re
 import threading
 import traceback
+import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from connector.errors import ConfigError
 
 SECRET_MEMBERS: frozenset[str] = frozenset(
     {
@@ -127,6 +130,42 @@ def register_secret(value: object) -> None:
 def known_secrets() -> frozenset[str]:
     """Every credential registered in this process."""
     return _registry
+
+
+_CONTROL_NAMES = {"\r": "carriage return", "\n": "line feed", "\t": "tab", "\x00": "nul"}
+
+
+def checked_secret(
+    value: object, setting: str, *, account: str | None = None, secret: bool = True
+) -> str | None:
+    """A credential as read from ``setting`` (a variable, an option, a file, a resource
+    field, a service's answer): registered as a secret (unless ``secret`` is false: a client
+    id, say), surrounding whitespace stripped.
+
+    A secret file saved on Windows ends in CR LF (``$(cat token.txt)`` keeps the CR), Notepad
+    may begin it with a byte-order mark: both go. Any other character that is not visible (a
+    CR, LF, NUL or tab inside, a zero-width character) would reach an HTTP header: a
+    ConfigError naming the setting (and the account, for a tokens file), never the value.
+    None stays None.
+    """
+    if value is None:
+        return None
+    text = str(value)
+    stripped = text.strip().strip("\ufeff").strip()
+    if secret:  # before anything could print it, whatever follows
+        register_secret(text)
+        register_secret(stripped)
+    for character in stripped:
+        if character.isprintable():
+            continue
+        where = f"{setting}, account {account!r}" if account is not None else setting
+        name = _CONTROL_NAMES.get(character) or unicodedata.name(character, "control character")
+        raise ConfigError(
+            f"{where}: the value holds U+{ord(character):04X} ({name.lower()}) inside it, and "
+            "a credential is visible characters only; remove it where the value is set (the "
+            "value is not shown)"
+        )
+    return stripped
 
 
 _SECRET_NAME_WORDS = (

@@ -62,6 +62,7 @@ from connector.errors import ConfigError
 from connector.plan import DEFAULT_REMOTE_REFRESH_DAYS, RefreshPolicy, UrgencyPolicy, parse_share
 from connector.push import PushOptions
 from connector.secrets import (
+    checked_secret,
     has_user_info,
     parse_error_position,
     redact_url,
@@ -140,7 +141,7 @@ def load_settings(
     tokens_path = tokens_file or env.get("PMS_SYNC_TOKENS_FILE")
     tokens = AccountTokens(
         per_account=load_tokens_file(Path(tokens_path)) if tokens_path else {},
-        default=token or env.get("PMS_SYNC_TOKEN") or None,
+        default=checked_secret(token, "token") or _secret(env, "PMS_SYNC_TOKEN"),
     )
     try:
         urgency = UrgencyPolicy.from_env(env)
@@ -154,8 +155,10 @@ def load_settings(
         push=PushOptions(concurrency=concurrency),
         urgency=urgency,
         open_api=open_api_settings(
-            client_id=client_id or env.get("PMS_SYNC_CLIENT_ID"),
-            client_secret=client_secret or env.get("PMS_SYNC_CLIENT_SECRET"),
+            client_id=checked_secret(client_id, "--client-id", secret=False)
+            or _secret(env, "PMS_SYNC_CLIENT_ID", secret=False),
+            client_secret=checked_secret(client_secret, "--client-secret")
+            or _secret(env, "PMS_SYNC_CLIENT_SECRET"),
             base_url=openapi_url or env.get("PMS_SYNC_OPENAPI_URL") or service_url,
             token_cache=Path(
                 env.get("PMS_SYNC_TOKEN_CACHE") or state_dir(snapshot_path) / TOKEN_CACHE_FILE
@@ -181,18 +184,16 @@ def open_api_settings(
     base_url: str,
     token_cache: Path | None,
     renew_margin_s: float = DEFAULT_RENEW_MARGIN_S,
+    names: tuple[str, str] = ("PMS_SYNC_CLIENT_ID", "PMS_SYNC_CLIENT_SECRET"),
 ) -> OpenApiSettings | None:
-    """The Open API client, or None when no client id and secret are given."""
-    if client_secret:
-        register_secret(client_secret)  # before anything could print it
+    """The Open API client, or None when no client id and secret are given. ``names``: where
+    the id and the secret were read, for messages."""
+    client_id = checked_secret(client_id, names[0], secret=False)
+    client_secret = checked_secret(client_secret, names[1])  # before anything could print it
     if not client_id and not client_secret:
         return None
     if not client_id or not client_secret:
-        given, missing = (
-            ("PMS_SYNC_CLIENT_ID", "PMS_SYNC_CLIENT_SECRET")
-            if client_id
-            else ("PMS_SYNC_CLIENT_SECRET", "PMS_SYNC_CLIENT_ID")
-        )
+        given, missing = names if client_id else names[::-1]
         raise ConfigError(
             f"the Open API client needs both a client id and a client secret: {given} is set, "
             f"{missing} is not (or pass --client-id and --client-secret)"
@@ -205,6 +206,11 @@ def open_api_settings(
         token_cache=token_cache,
         renew_margin_s=max(renew_margin_s, 0.0),
     )
+
+
+def _secret(env: Mapping[str, str], name: str, *, secret: bool = True) -> str | None:
+    """A credential from the environment variable ``name``, checked; None when unset or blank."""
+    return checked_secret(env.get(name), name, secret=secret) or None
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -310,7 +316,10 @@ def load_tokens_file(path: Path) -> dict[str, str]:
             f"the tokens file {path} must be an object of account id to token string, "
             f"e.g. {{acc-1: <token>}}"
         )
-    return {str(account): str(value) for account, value in content.items()}
+    return {
+        str(account): checked_secret(value, f"the tokens file {path}", account=str(account)) or ""
+        for account, value in content.items()
+    }
 
 
 def _insecure_tls_hosts(env: Mapping[str, str]) -> frozenset[str]:

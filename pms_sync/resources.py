@@ -24,6 +24,7 @@ from connector.errors import ConfigError
 from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
+from connector.secrets import checked_secret
 from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
 from connector.snapshot import (
     LockScope,
@@ -70,6 +71,7 @@ class OpenApiResource(dg.ConfigurableResource):
             client_secret=self.client_secret,
             base_url=self.base_url or service_base_url,
             token_cache=state_dir(snapshot_location(snapshot_path)) / TOKEN_CACHE_FILE,
+            names=("the open_api resource's client_id", "the open_api resource's client_secret"),
         )
 
     def properties(self) -> PropertyPolicy:
@@ -162,14 +164,15 @@ class ServiceResource(dg.ConfigurableResource):
     def tokens(self) -> AccountTokens:
         per_account = load_tokens_file(Path(self.tokens_file)) if self.tokens_file else {}
         for account, variable in self.account_token_env.items():
-            value = os.environ.get(variable)
+            value = checked_secret(os.environ.get(variable), variable, account=account)
             if not value:
                 raise ConfigError(
                     f"the token of account {account!r} is read from the environment variable "
                     f"{variable}, which is not set"
                 )
             per_account[account] = value
-        return AccountTokens(per_account=per_account, default=self.token or None)
+        default = checked_secret(self.token, "the service resource's token") or None
+        return AccountTokens(per_account=per_account, default=default)
 
     def settings(self, snapshot: SnapshotResource, *, reconcile: bool = False) -> SyncSettings:
         """The library's settings for one sync, from this resource only (no ambient env);

@@ -128,6 +128,9 @@ class AccountDirectory:
             self._api = api
             self._lookup_slots = asyncio.Semaphore(LOOKUP_CONCURRENCY)
             try:
+                # The accounts and tokens remembered were found with the client's secret then:
+                # a changed secret is tried before they are used (free when it is the same).
+                await api.verify_credentials()
                 yield self
             finally:
                 self._api = None

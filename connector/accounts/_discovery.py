@@ -119,13 +119,15 @@ class AccountDiscovery:
         if not need:
             return given
         missing = need - set(directory.by_account_id())
-        if missing:
 
-            async def lookups() -> None:
-                async with directory.session():
+        async def lookups() -> None:
+            # Opening the session also tries a changed client secret before its remembered
+            # account tokens are handed to the push.
+            async with directory.session():
+                if missing:
                     await directory.find_account_ids(missing)
 
-            asyncio.run(lookups())
+        asyncio.run(lookups())
         known = directory.by_account_id()
         return DiscoveredTokens(given, {a: known[a] for a in need if a in known}, directory)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -19,10 +21,15 @@ from connector.cli import (
     webhook_commands,
 )
 from connector.cli.masked_output import mask_standard_streams
+from connector.secrets import mask_text
+
+DEBUG_VARIABLE = "PMS_SYNC_DEBUG"
+"""Set to 1 to see the (masked) traceback of an unexpected error on stderr."""
 
 
 class _Commands(click.Group):
-    """The command group; with ``--json``, even a usage error prints one JSON document."""
+    """The command group; with ``--json``, even a usage error prints one JSON document, and so
+    does an error no command expected (a short masked line on stderr without ``--json``)."""
 
     def main(
         self,
@@ -33,19 +40,41 @@ class _Commands(click.Group):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        if not standalone_mode or "--json" not in argv:
+        if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        as_json = "--json" in argv
         try:
-            return super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.ClickException as error:
-            click.echo(sync_commands.json_error(error.format_message(), error.exit_code))
-            error.show()
-            sys.exit(error.exit_code)
-        except click.exceptions.Exit as done:
-            sys.exit(done.exit_code)
-        except click.Abort:
-            click.echo(sync_commands.json_error("aborted", 1))
-            sys.exit(1)
+            if not as_json:
+                return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+            try:
+                return super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            except click.ClickException as error:
+                click.echo(sync_commands.json_error(error.format_message(), error.exit_code))
+                error.show()
+                sys.exit(error.exit_code)
+            except click.exceptions.Exit as done:
+                sys.exit(done.exit_code)
+            except click.Abort:
+                click.echo(sync_commands.json_error("aborted", 1))
+                sys.exit(1)
+        except Exception as error:  # SystemExit and KeyboardInterrupt are no Exception
+            _unexpected(error, as_json)
+
+
+def _unexpected(error: Exception, as_json: bool) -> NoReturn:
+    """An error no command expected: its type and masked message, exit 1; the traceback
+    (masked too) only with PMS_SYNC_DEBUG=1, on stderr."""
+    message = mask_text(f"{type(error).__name__}: {error}")
+    # A command that printed its document before failing keeps that one document.
+    if as_json and not getattr(sys.stdout, "written", False):
+        click.echo(sync_commands.json_error(message, sync_commands.EXIT_ERROR))
+    debug = os.environ.get(DEBUG_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    if debug:
+        text = "".join(traceback.format_exception(error))
+        click.echo(mask_text(text), err=True, nl=False)
+    hint = "" if debug else f" (set {DEBUG_VARIABLE}=1 to see the traceback)"
+    click.secho(f"error: unexpected {message}{hint}", fg="red", err=True)
+    sys.exit(sync_commands.EXIT_ERROR)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})

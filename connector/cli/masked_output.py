@@ -25,10 +25,12 @@ class MaskingWriter:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.written = False  # whether anything was written (``--json``: the one document)
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):  # click probes whether a stream is binary with b""
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self.written = self.written or bool(text)
         masked = mask_text(text)
         if masked != text and _is_json(text) and not _is_json(masked):
             masked = _masked_json(text)

@@ -60,6 +60,14 @@ def register(group: click.Group) -> None:
     help="Events store (DuckDB) [env PMS_SYNC_EVENTS; default events.duckdb beside the snapshot].",
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name answered besides its own address and loopback (a reverse proxy's or a "
+    "DNS name; any port unless given); repeatable [env PMS_SYNC_RECEIVER_ALLOWED_HOSTS].",
+)
+@click.option(
     "--snapshot",
     metavar="FILE|URL",
     help="Snapshot file, whose folder holds the events store by default [env PMS_SYNC_SNAPSHOT].",
@@ -70,6 +78,7 @@ def receive_command(
     secret_header: str | None,
     max_body: int | None,
     store: Path | None,
+    allowed_hosts: tuple[str, ...],
     snapshot: str | None,
 ) -> None:
     """Receive the service's outgoing events and store each one once."""
@@ -86,6 +95,7 @@ def receive_command(
             secret_header=secret_header,
             max_body_bytes=max_body,
             store=store,
+            allowed_hosts=allowed_hosts,
         )
         serve_forever(settings)
     except PmsSyncError as error:

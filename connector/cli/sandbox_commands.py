@@ -91,6 +91,14 @@ def _data_folder(_context: click.Context, _parameter: click.Parameter, value: Pa
     "X-Sandbox-Admin-Token); overrides admin_token of --config.",
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name the sandbox answers besides its own address and loopback (a reverse "
+    "proxy's or a DNS name; any port unless given); repeatable. Others are answered 421.",
+)
+@click.option(
     "--data",
     "data_path",
     type=click.Path(file_okay=False, path_type=Path),
@@ -162,6 +170,7 @@ def sandbox_command(
     misbehaviour_rates: dict[str, float] | None,
     many_accounts: int | None,
     token_lifetime: int | None,
+    allowed_hosts: tuple[str, ...],
     **fault_options: Any,
 ) -> None:
     """Run the local stand-in of the service (sync webhooks, Open API, admin API)."""
@@ -173,6 +182,8 @@ def sandbox_command(
             config = config.with_token_lifetime(token_lifetime)
         if admin_token:
             config = config.with_admin_token(admin_token)
+        if allowed_hosts:
+            config = config.with_allowed_hosts(allowed_hosts)
         overrides = {
             _FAULT_OPTIONS[option]: value
             for option, value in fault_options.items()

@@ -3,9 +3,10 @@ accounts with pagination, guest links, property status and outgoing-webhook conf
 
 The spec advises persisting and renewing tokens rather than requesting one per call (to stay
 under the rate limits), so a token lives in a small JSON file (mode 0600, folders created 0700:
-:mod:`connector.private_files`) keyed by service and client id, shared by every process of the
-deployment, and is renewed ``renew_margin`` seconds (at most a quarter of its lifetime) before it
-expires, or once after a 401. Every request, token requests included, waits for the client's
+:mod:`connector.private_files`) keyed by service and client id and bound to the client secret
+(a salted hash of it), shared by every process of the deployment, and is renewed
+``renew_margin`` seconds (at most a quarter of its lifetime) before it expires, or once after
+a 401. Every request, token requests included, waits for the client's
 rate limiter (the documented 15/s, 120/min, 5,000/h for a remote service; the service's
 ``X-RateLimit-*`` headers are adopted either way).
 """
@@ -13,7 +14,11 @@ rate limiter (the documented 15/s, 120/min, 5,000/h for a remote service; the se
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
+import hmac
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -38,9 +43,9 @@ from connector.contract import (
     TokenResponse,
     WebhookConfig,
 )
-from connector.errors import AuthenticationError, ServiceError
+from connector.errors import AuthenticationError, ConfigError, ServiceError
 from connector.private_files import write_private
-from connector.secrets import MASK, mask_text, register_secret
+from connector.secrets import MASK, checked_secret, mask_text
 
 TOKEN_PATH = "/openapi/v1/oauth2/token"
 ACCOUNTS_PATH = "/api/openapi/v1/accounts"
@@ -55,7 +60,11 @@ class ClientCredentials:
     client_secret: str
 
     def __post_init__(self) -> None:
-        register_secret(self.client_secret)
+        # A reader names the setting first; this holds for every other caller.
+        secret = checked_secret(self.client_secret, "the Open API client secret")
+        client_id = checked_secret(self.client_id, "the Open API client id", secret=False)
+        object.__setattr__(self, "client_secret", secret or "")
+        object.__setattr__(self, "client_id", client_id or "")
 
     def __repr__(self) -> str:
         return f"ClientCredentials(client_id={self.client_id!r}, client_secret={MASK!r})"
@@ -68,7 +77,9 @@ class CachedToken:
     lifetime_s: float | None = None  # expires_in when issued (unknown for older cache entries)
 
     def __post_init__(self) -> None:
-        register_secret(self.access_token)  # issued or read from the cache: masked from now on
+        # Issued or read from the cache: masked from now on, and checked (it is sent in a header).
+        token = checked_secret(self.access_token, "the Open API's access token")
+        object.__setattr__(self, "access_token", token or "")
 
     def fresh(self, margin: float) -> bool:
         # A short-lived token is not renewed at once: at most a quarter of its lifetime early.
@@ -77,8 +88,47 @@ class CachedToken:
         return self.expires_at - margin > time.time()
 
 
+SECRET_HASH_ITERATIONS = 10_000
+"""PBKDF2 rounds of the client secret's hash in the cache: a weak secret is not guessed from
+the file cheaply; a run computes it once or twice (about 10 ms each)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_digest(secret: str, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", secret.encode(), salt, iterations)
+
+
+def secret_hash(secret: str, salt: bytes | None = None) -> str:
+    """``pbkdf2-sha256$<rounds>$<salt>$<digest>`` of a client secret (a new salt when none)."""
+    salt = secrets.token_bytes(16) if salt is None else salt
+    digest = _secret_digest(secret, salt, SECRET_HASH_ITERATIONS)
+    return f"pbkdf2-sha256${SECRET_HASH_ITERATIONS}${salt.hex()}${digest.hex()}"
+
+
+def _matches(secret: str, stored: object) -> bool:
+    """Whether ``stored`` (an entry's ``secret_hash``) is the hash of ``secret``; an entry
+    without one (an older cache) or in an unknown form does not match."""
+    if not isinstance(stored, str):
+        return False
+    scheme, _, rest = stored.partition("$")
+    rounds, _, rest = rest.partition("$")
+    salt, _, digest = rest.partition("$")
+    try:
+        if scheme != "pbkdf2-sha256" or not 1 <= int(rounds) <= 10_000_000:
+            return False
+        expected = _secret_digest(secret, bytes.fromhex(salt), int(rounds))
+        return hmac.compare_digest(expected, bytes.fromhex(digest))
+    except ValueError:
+        return False
+
+
 class TokenCache:
-    """Access tokens on disk, so processes and runs share one token until it nears expiry."""
+    """Access tokens on disk, so processes and runs share one token until it nears expiry.
+
+    An entry is bound to the client secret that obtained it (a salted hash of the secret, never
+    the secret): a process with another secret (rotated, or wrong) does not use it, and asks
+    for a token of its own, which a wrong secret does not get.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -92,9 +142,10 @@ class TokenCache:
             return {}  # a damaged cache costs one token request, nothing more
         return content if isinstance(content, dict) else {}
 
-    def get(self, key: str) -> CachedToken | None:
+    def get(self, key: str, secret: str) -> CachedToken | None:
+        """The token cached for ``key``, if the client secret ``secret`` obtained it."""
         entry = self._load().get(key)
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not _matches(secret, entry.get("secret_hash")):
             return None
         try:
             lifetime = entry.get("lifetime_s")
@@ -103,10 +154,16 @@ class TokenCache:
                 float(entry["expires_at"]),
                 float(lifetime) if lifetime is not None else None,
             )
-        except (KeyError, TypeError, ValueError):
-            return None
+        except (KeyError, TypeError, ValueError, ConfigError):
+            return None  # a damaged entry costs one token request
 
-    def put(self, key: str, token: CachedToken) -> None:
+    def obtained_with(self, key: str, secret: str) -> bool:
+        """Whether ``secret`` obtained the token cached for ``key`` (expired or not): the
+        service accepted it then."""
+        entry = self._load().get(key)
+        return isinstance(entry, dict) and _matches(secret, entry.get("secret_hash"))
+
+    def put(self, key: str, token: CachedToken, secret: str) -> None:
         if self.path is None:
             return
         content = self._load()
@@ -114,6 +171,7 @@ class TokenCache:
             "access_token": token.access_token,
             "expires_at": token.expires_at,
             "lifetime_s": token.lifetime_s,
+            "secret_hash": secret_hash(secret),
         }
         # The file holds credentials: owner-only file (0600) in an owner-only folder (0700).
         write_private(self.path, json.dumps(content).encode())
@@ -169,10 +227,12 @@ class OpenApiClient:
         """A valid access token: from memory, from the disk cache, or newly issued."""
         async with self._token_lock:
             if not renew:
-                for candidate in (self._token, self.cache.get(self._cache_key)):
-                    if candidate is not None and candidate.fresh(self.renew_margin):
-                        self._token = candidate
-                        return candidate.access_token
+                if self._token is not None and self._token.fresh(self.renew_margin):
+                    return self._token.access_token
+                cached = self.cache.get(self._cache_key, self.credentials.client_secret)
+                if cached is not None and cached.fresh(self.renew_margin):
+                    self._token = cached
+                    return cached.access_token
             response = await self._send(
                 "POST",
                 TOKEN_PATH,
@@ -187,8 +247,19 @@ class OpenApiClient:
             self._token = CachedToken(
                 issued.access_token, time.time() + issued.expires_in, float(issued.expires_in)
             )
-            self.cache.put(self._cache_key, self._token)
-            return issued.access_token
+            self.cache.put(self._cache_key, self._token, self.credentials.client_secret)
+            return self._token.access_token
+
+    async def verify_credentials(self) -> None:
+        """Make sure the service accepts the client secret before anything obtained with an
+        earlier one (account tokens remembered in the snapshot) is used: free when the cache
+        shows this secret obtained a token, else one token request (AuthenticationError when
+        refused). A changed secret is thus tried at once, not when the cached tokens expire."""
+        if self._token is not None:
+            return
+        if self.cache.obtained_with(self._cache_key, self.credentials.client_secret):
+            return
+        await self.access_token(renew=True)
 
     # -- resources ------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from connector.secrets import MASK, register_secret
+from connector.secrets import MASK, checked_secret
 
 MISSING_TOKEN_HINT = (
     "set PMS_SYNC_TOKEN or add the account to the tokens file (PMS_SYNC_TOKENS_FILE), or "
@@ -62,9 +62,15 @@ class AccountTokens:
     default: str | None = None
 
     def __post_init__(self) -> None:
-        # Every token the client may send is masked wherever it could be echoed or logged.
-        for token in (self.default, *self.per_account.values()):
-            register_secret(token)
+        # Every token the client may send is masked wherever it could be echoed or logged, and
+        # checked (a reader names the setting first; this holds for every other caller).
+        default = checked_secret(self.default, "the sync token for every account") or None
+        per_account = {
+            account: checked_secret(token, "the sync token", account=account) or ""
+            for account, token in self.per_account.items()
+        }
+        object.__setattr__(self, "default", default)
+        object.__setattr__(self, "per_account", per_account)
 
     def for_account(self, account_id: str) -> str | None:
         return self.per_account.get(account_id, self.default)

@@ -1,8 +1,9 @@
 """The receiver as an ASGI application: ``POST /events/{connection}`` (or ``/events``) takes
 the service's ``{"accountId", "event", "resource"}``.
 
-Checks, in order: the secret header when one is configured (compared in constant time; 401
-without telling which part was wrong), the connection named by the path (404 unless letters,
+Checks, in order: the Host names the receiver (421 otherwise, ``local_guard``); the secret
+header when one is configured (compared in constant time; 401 without telling which part was
+wrong), else a JSON content type (415: a web page cannot post JSON cross-site); the connection named by the path (404 unless letters,
 digits, ``_.-``), the body's size (413 past the bound, before it is
 read whole), the body's shape (400). A valid event is stored once (its key: the SHA-256 of
 the body's canonical JSON) and answered 200 at once; a redelivery is answered 200 too, so the
@@ -30,6 +31,7 @@ from connector.canonical import canonical_json
 from connector.errors import PmsSyncError
 from connector.events._settings import ReceiverSettings
 from connector.events._writer import EventWriter
+from connector.sandbox.local_guard import AllowedHosts, HostCheck, is_json
 from connector.snapshot import IncomingEvent
 
 CONNECTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -73,7 +75,7 @@ def _shape_problem(document: Any) -> str | None:
     return None
 
 
-def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Starlette:
+def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> HostCheck:
     expected = settings.secret.encode() if settings.secret else None
 
     async def receive(request: Request) -> Response:
@@ -84,6 +86,13 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Star
                 return _error(
                     401, "unauthorized", f"missing or wrong {settings.secret_header} header"
                 )
+        elif not is_json(request.headers):
+            # Without a secret, only JSON: a web page cannot post it cross-site.
+            return _error(
+                415,
+                "unsupported_media_type",
+                "send the event as JSON with `Content-Type: application/json`",
+            )
         connection = request.path_params.get("connection", "")
         if connection and not CONNECTION_NAME.fullmatch(connection):
             return _error(404, "not_found", "the connection in the path is letters, digits, _.-")
@@ -129,7 +138,7 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Star
         finally:
             await writer.stop()
 
-    return Starlette(
+    app = Starlette(
         lifespan=lifespan,
         routes=[
             Route("/events", receive, methods=["POST"]),
@@ -137,3 +146,5 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Star
             Route("/health", health, methods=["GET"]),
         ],
     )
+    allowed = AllowedHosts.of(settings.host, settings.allowed_hosts)
+    return HostCheck(app, allowed, "--allowed-host (PMS_SYNC_RECEIVER_ALLOWED_HOSTS)")

@@ -9,17 +9,19 @@ that authenticates the service's calls, how large a body may be, and where event
 | header carrying it | PMS_SYNC_RECEIVER_HEADER | X-Receiver-Secret |
 | largest body accepted, bytes | PMS_SYNC_RECEIVER_MAX_BODY | 65536 |
 | events store (DuckDB) | PMS_SYNC_EVENTS | events.duckdb next to the snapshot |
+| Host names answered besides its own address and loopback (comma list) | PMS_SYNC_RECEIVER_ALLOWED_HOSTS | none |
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from connector.errors import ConfigError
-from connector.secrets import MASK, register_secret
+from connector.sandbox.local_guard import AllowedHosts
+from connector.secrets import MASK, checked_secret
 from connector.snapshot import SnapshotLocation, state_dir
 
 DEFAULT_HOST = "127.0.0.1"
@@ -41,15 +43,16 @@ class ReceiverSettings:
     secret_header: str = DEFAULT_SECRET_HEADER
     max_body_bytes: int = DEFAULT_MAX_BODY
     lock_timeout_s: float = 10.0  # waiting for a reader (the Dagster sensor) of the store
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides its own (a proxy's)
 
     def __post_init__(self) -> None:
-        if self.secret is not None:
-            register_secret(self.secret)
-            if len(self.secret) < SECRET_MIN_LENGTH:
-                raise ConfigError(
-                    f"the receiver's secret must be at least {SECRET_MIN_LENGTH} characters "
-                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
-                )
+        # A reader names the setting first (receiver_settings); this holds for other callers.
+        object.__setattr__(self, "secret", checked_secret(self.secret, "the receiver's secret"))
+        if self.secret is not None and len(self.secret) < SECRET_MIN_LENGTH:
+            raise ConfigError(
+                f"the receiver's secret must be at least {SECRET_MIN_LENGTH} characters "
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+            )
         if self.max_body_bytes < 1024:
             raise ConfigError(
                 f"the largest body must be 1024 bytes or more, got {self.max_body_bytes}"
@@ -73,6 +76,7 @@ def receiver_settings(
     secret_header: str | None = None,
     max_body_bytes: int | None = None,
     store: Path | None = None,
+    allowed_hosts: Iterable[str] = (),
     env: Mapping[str, str] | None = None,
 ) -> ReceiverSettings:
     """Explicit values, then ``PMS_SYNC_RECEIVER_*`` variables, then defaults. The secret
@@ -91,9 +95,14 @@ def receiver_settings(
         ),
         host=host or env.get("PMS_SYNC_RECEIVER_HOST") or DEFAULT_HOST,
         port=port,
-        secret=env.get("PMS_SYNC_RECEIVER_SECRET") or None,
+        secret=checked_secret(env.get("PMS_SYNC_RECEIVER_SECRET"), "PMS_SYNC_RECEIVER_SECRET")
+        or None,
         secret_header=secret_header or env.get("PMS_SYNC_RECEIVER_HEADER") or DEFAULT_SECRET_HEADER,
         max_body_bytes=max_body_bytes,
+        allowed_hosts=AllowedHosts.of(
+            host or env.get("PMS_SYNC_RECEIVER_HOST") or DEFAULT_HOST,
+            [*allowed_hosts, *(env.get("PMS_SYNC_RECEIVER_ALLOWED_HOSTS") or "").split(",")],
+        ).names,
     )
 
 

@@ -6,6 +6,8 @@ and health. Never subject to faults or rate limits.
 It is meant for local use: it returns stored records whole, door codes included. With an admin
 token configured, every request under /_sandbox/ (unknown paths too) must carry it, as
 ``Authorization: Bearer <token>`` or ``X-Sandbox-Admin-Token: <token>``, or is answered 401.
+Without one, a request that changes state must be JSON (415 otherwise), and a Host that does
+not name the sandbox is refused before any of this (``local_guard``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from starlette.routing import Route
 from connector.contract import Entity, OutgoingEventName
 from connector.sandbox.events import StoredReservation
 from connector.sandbox.faults import FaultSettings
+from connector.sandbox.local_guard import is_json
 from connector.sandbox.responses import api_error
 from connector.sandbox.state import SandboxState
 from connector.sandbox.validation_messages import describe_validation_error
@@ -37,6 +40,7 @@ SQLite's integer range (a bigger value used to end in a 500)."""
 _DIGITS = re.compile(r"[0-9]+")
 ADMIN_TOKEN_HEADER = "x-sandbox-admin-token"
 _ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _page_parameter(value: str | None, name: str) -> int | str | None:
@@ -248,13 +252,29 @@ def _presented_token(request: Request) -> str | None:
     return credentials.strip() if scheme.lower() == "bearer" else None
 
 
-def _guarded(handler: Handler, admin_token: str | None) -> Handler:
-    """``handler`` behind the admin token, when one is configured."""
-    if admin_token is None:
-        return handler
-    expected = admin_token.encode()
+def _guarded(handler: Handler, admin_token: str | None, *, changes_state: bool) -> Handler:
+    """``handler`` behind the admin token, when one is configured; without one, a request
+    that changes state (any method but GET, HEAD, OPTIONS) must declare a JSON body, which
+    a web page cannot send cross-site (``local_guard``)."""
+    expected = admin_token.encode() if admin_token is not None else None
 
     async def guarded(request: Request) -> Response:
+        if expected is None:
+            if (
+                changes_state
+                and request.method not in _SAFE_METHODS
+                and not is_json(request.headers)
+            ):
+                return api_error(
+                    415,
+                    "unsupported_media_type",
+                    f"{request.method} {request.url.path} changes the sandbox's state: send "
+                    "a JSON body with `Content-Type: application/json` (`{}` when there is "
+                    "nothing to say), or the admin token; a form or text/plain request is what "
+                    "a web page can send cross-site",
+                    headers={"Accept": "application/json"},
+                )
+            return await handler(request)
         presented = _presented_token(request)
         # Compared in constant time; the presented value is never echoed.
         if presented is None or not hmac.compare_digest(presented.encode(), expected):
@@ -305,9 +325,13 @@ def admin_routes(state: SandboxState) -> list[Route]:
     known = {path: methods for path, _, methods in endpoints}
     return [
         *(
-            Route(path, _guarded(handler, token), methods=methods)
+            Route(path, _guarded(handler, token, changes_state=True), methods=methods)
             for path, handler, methods in endpoints
         ),
         # Last: unknown admin paths and methods are answered behind the token as well.
-        Route("/_sandbox/{rest:path}", _guarded(_unknown(known), token), methods=_ANY_METHOD),
+        Route(
+            "/_sandbox/{rest:path}",
+            _guarded(_unknown(known), token, changes_state=False),
+            methods=_ANY_METHOD,
+        ),
     ]

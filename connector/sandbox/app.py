@@ -14,6 +14,7 @@ from starlette.routing import Router
 
 from connector.sandbox.admin_routes import admin_routes
 from connector.sandbox.config import SandboxConfig
+from connector.sandbox.local_guard import AllowedHosts
 from connector.sandbox.middleware import SandboxMiddleware
 from connector.sandbox.openapi_routes import open_api_routes
 from connector.sandbox.responses import error_for_path
@@ -28,8 +29,11 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return error_for_path(request.url.path, error.status_code, str(error.detail), error.headers)
 
 
-def create_app(config: SandboxConfig, data_path: Path) -> SandboxMiddleware:
-    """The sandbox serving ``config``'s accounts, persisting into ``data_path``.
+def create_app(
+    config: SandboxConfig, data_path: Path, host: str = "127.0.0.1"
+) -> SandboxMiddleware:
+    """The sandbox serving ``config``'s accounts, persisting into ``data_path``, answering
+    requests whose Host names ``host`` (where it listens), loopback or ``config.allowed_hosts``.
 
     The data file is opened here and closed when the server's lifespan ends. The returned
     application's ``state`` is the :class:`SandboxState` its handlers share.
@@ -50,4 +54,5 @@ def create_app(config: SandboxConfig, data_path: Path) -> SandboxMiddleware:
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
     )
-    return SandboxMiddleware(app, Router(routes=routes), state)
+    allowed = AllowedHosts.of(host, config.allowed_hosts)
+    return SandboxMiddleware(app, Router(routes=routes), state, allowed)

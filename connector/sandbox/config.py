@@ -7,6 +7,7 @@ public demo account, whose credentials are printed at start.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Self
 
@@ -19,13 +20,15 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from connector.errors import ConfigError
 from connector.sandbox.faults import FaultSettings
+from connector.sandbox.local_guard import AllowedHosts
 from connector.sandbox.rate_limits import RateLimit
-from connector.secrets import parse_error_position
+from connector.secrets import checked_secret, parse_error_position
 
 DEFAULT_PORT = 8765
 DEFAULT_DATA_PATH = Path(".pms-sync/sandbox")
@@ -152,8 +155,31 @@ class SandboxConfig(_ConfigModel):
             "<token> or X-Sandbox-Admin-Token); required to listen on a non-loopback host."
         ),
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Host names (optionally name:port) the sandbox answers besides its own address "
+            "and loopback: a reverse proxy's or a DNS name. Any other Host is answered 421."
+        ),
+    )
     # Private, so that no config file can claim to be the demo and get its secrets printed.
     _is_demo: bool = PrivateAttr(default=False)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        try:
+            return list(AllowedHosts.of("127.0.0.1", value).names)
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
+
+    @field_validator("admin_token", mode="before")
+    @classmethod
+    def _checked_admin_token(cls, value: object) -> object:
+        try:
+            return checked_secret(value, "admin_token")
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
 
     @property
     def is_demo(self) -> bool:
@@ -249,6 +275,12 @@ class SandboxConfig(_ConfigModel):
     def with_admin_token(self, token: str) -> SandboxConfig:
         """This config with ``token`` as its admin token (a command-line or environment value
         wins over the file's); a ConfigError when the token is unfit (never quoting it)."""
+        token = (
+            checked_secret(
+                token, f"the sandbox admin token (--admin-token, {ADMIN_TOKEN_VARIABLE})"
+            )
+            or ""
+        )
         try:
             checked = TypeAdapter(AdminToken).validate_python(token)
         except ValidationError:
@@ -258,6 +290,12 @@ class SandboxConfig(_ConfigModel):
                 f"`python -c 'import secrets; print(secrets.token_urlsafe())'`)"
             ) from None
         return self.model_copy(update={"admin_token": checked})
+
+    def with_allowed_hosts(self, names: Iterable[str]) -> SandboxConfig:
+        """This config also answering the Host names ``names`` (``--allowed-host``)."""
+        added = AllowedHosts.of("127.0.0.1", names).names  # a ConfigError names the bad one
+        hosts = [*self.allowed_hosts, *added]
+        return self.model_copy(update={"allowed_hosts": hosts}).keeping_demo(self)
 
     def account(self, account_id: str) -> AccountConfig | None:
         return next((account for account in self.accounts if account.id == account_id), None)

@@ -1,4 +1,5 @@
-"""The layer around every request: a fresh x-request-id on every response, the request
+"""The layer around every request: only a Host naming the sandbox is answered (``local_guard.py``),
+a fresh x-request-id on every response, the request
 statistics, and the injected faults and misbehaviours (never on the admin API under
 /_sandbox/; misbehaviours on the sync webhooks only).
 
@@ -16,24 +17,32 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connector.sandbox.faults import Fault, FaultKind, Misbehaviour
+from connector.sandbox.local_guard import AllowedHosts, refused_host
 from connector.sandbox.misbehaviours import connection_reset, misbehave
 from connector.sandbox.responses import error_for_path, is_sync_path
 from connector.sandbox.state import SandboxState
 
 ADMIN_PREFIX = "/_sandbox/"
+ALLOWED_HOST_SETTING = "--allowed-host (allowed_hosts: in the sandbox config)"
 CLIENT_CLOSED_REQUEST = 499
 """Counted when a client gave up on a hung (timeout fault) request: nginx's convention."""
 
 
 class SandboxMiddleware:
-    def __init__(self, app: ASGIApp, router: Router, state: SandboxState) -> None:
+    def __init__(
+        self, app: ASGIApp, router: Router, state: SandboxState, allowed_hosts: AllowedHosts
+    ) -> None:
         self.app = app
         self.router = router
         self.state = state
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        # Before anything else: a page that rebinds its own name to this address reads nothing.
+        if await refused_host(scope, receive, send, self.allowed_hosts, ALLOWED_HOST_SETTING):
             return
         request_id = uuid.uuid4().hex.encode()
         status = 0

@@ -64,7 +64,8 @@ def exposure_warning(host: str, config: SandboxConfig) -> str | None:
     return (
         f"warning: the sandbox listens on {host or 'every interface'} and is reachable from the "
         f"network. Its admin API (/_sandbox/) requires the admin token; the sync webhooks and "
-        f"the Open API take their usual tokens. It is a test double: give it no real guest data."
+        f"the Open API take their usual tokens. It answers requests for its addresses only: "
+        f"allow a DNS name with --allowed-host. It is a test double: give it no real guest data."
     )
 
 
@@ -100,9 +101,14 @@ class SandboxServer(uvicorn.Server):
 
 
 def build_server(
-    config: SandboxConfig, data_path: Path, *, access_log: bool, log_level: str = "warning"
+    config: SandboxConfig,
+    data_path: Path,
+    *,
+    access_log: bool,
+    log_level: str = "warning",
+    host: str = "127.0.0.1",
 ) -> SandboxServer:
-    app = create_app(config, data_path)
+    app = create_app(config, data_path, host)
     return SandboxServer(
         uvicorn.Config(
             app,
@@ -153,6 +159,8 @@ def startup_banner(config: SandboxConfig, base_url: str, data_path: Path) -> str
         lines.append(f"rate limits on {len(config.rate_limits)} token(s)/client(s)")
     if config.admin_token is not None:
         lines.append("admin API (/_sandbox/): admin token required")
+    if config.allowed_hosts:
+        lines.append(f"Host names answered besides its address: {', '.join(config.allowed_hosts)}")
     return "\n".join(lines)
 
 
@@ -174,7 +182,7 @@ def serve_forever(
     if warning is not None:
         warn(warning)
     sock = bind_socket(host, port)
-    server = build_server(config, data_path, access_log=access_log, log_level="info")
+    server = build_server(config, data_path, access_log=access_log, log_level="info", host=host)
     announce(startup_banner(config, base_url_of(sock), data_path))
     server.run(sockets=[sock])
 
@@ -217,7 +225,7 @@ class BackgroundServer(ThreadedServer):
 
     def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
         exposure_warning(host, config)  # the same rule as the CLI: beyond loopback, a token
-        super().__init__(build_server(config, data_path, access_log=False), host, port)
+        super().__init__(build_server(config, data_path, access_log=False, host=host), host, port)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._server.sandbox_state.shutting_down = True

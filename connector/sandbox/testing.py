@@ -33,6 +33,7 @@ from connector.sandbox.config import (
     load_config,
 )
 from connector.sandbox.server import BackgroundServer, SandboxStartError
+from connector.secrets import checked_secret
 
 LOOPBACK = "127.0.0.1"
 MULTI_CLIENT_ID = "multi-client"
@@ -98,7 +99,7 @@ class SandboxHandle:
 
     def reset(self) -> None:
         """Forget records, webhook configurations and stats; faults back to the start-up ones."""
-        self._call("POST", "/_sandbox/reset")
+        self._call("POST", "/_sandbox/reset", json={})
 
     # Drift (docs/sandbox.md, "Drift"): the service's state changed behind the connector.
 
@@ -326,7 +327,7 @@ def _admin_token_of_process(
         if argument.startswith("--admin-token="):
             return argument.partition("=")[2]
     if env.get(ADMIN_TOKEN_VARIABLE):
-        return env[ADMIN_TOKEN_VARIABLE]
+        return checked_secret(env[ADMIN_TOKEN_VARIABLE], ADMIN_TOKEN_VARIABLE)
     if isinstance(config, str | Path):
         config = load_config(Path(config))
     return config.admin_token if config is not None else None

@@ -18,7 +18,7 @@ import duckdb
 import pandas as pd
 
 from connector.contract import CANCELLED
-from connector.secrets import MASK, register_secret
+from connector.secrets import MASK, checked_secret
 
 DEFAULT_RENEW_MARGIN_S = 60.0
 """A token is renewed when less than this (or a quarter of its lifetime) is left."""
@@ -37,7 +37,11 @@ class DiscoveredAccount:
     fetched_at: float  # epoch seconds
 
     def __post_init__(self) -> None:
-        register_secret(self.token)  # masked in every sink from the moment it is known
+        # Masked in every sink from the moment it is known; sent in a header, so checked.
+        token = checked_secret(
+            self.token, f"the account token of external id {self.external_id!r} (Open API)"
+        )
+        object.__setattr__(self, "token", token or "")
 
     def __repr__(self) -> str:  # never print a token
         return (

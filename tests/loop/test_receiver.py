@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from connector.cli import main
 from connector.errors import ConfigError
 from connector.events import (
+    BackgroundReceiver,
     ReceiverExposedError,
     ReceiverSettings,
     exposure_warning,
@@ -171,6 +172,81 @@ def test_settings_come_from_options_then_the_environment_then_defaults(tmp_path:
         65536,
     )
     assert default.store_path == tmp_path / "elsewhere.duckdb"
+
+
+# -- what a web page in the operator's browser cannot do -----------------------------------------
+
+
+def test_a_host_that_does_not_name_the_receiver_is_refused_421(tmp_path: Path) -> None:
+    store = tmp_path / "events.duckdb"
+    with running_receiver(store) as receiver:
+        url = f"{receiver.base_url}/events/hotel"
+        port = receiver.base_url.rsplit(":", 1)[1]
+        rebound = httpx.post(url, json=EVENT, headers={**HEADERS, "Host": f"evil.example:{port}"})
+        named = httpx.post(url, json=EVENT, headers={**HEADERS, "Host": f"localhost:{port}"})
+
+    assert rebound.status_code == 421
+    assert "PMS_SYNC_RECEIVER_ALLOWED_HOSTS" in rebound.json()["message"]
+    assert named.status_code == 200
+    assert len(new_events(store, "hotel").events) == 1
+
+
+def test_an_allowed_host_name_reaches_the_receiver(tmp_path: Path) -> None:
+    settings = receiver_settings(
+        snapshot_path=tmp_path / "snapshot.duckdb",
+        port=0,
+        env={
+            "PMS_SYNC_RECEIVER_SECRET": RECEIVER_SECRET,
+            "PMS_SYNC_RECEIVER_ALLOWED_HOSTS": "events.example.org, proxy.internal:8443",
+        },
+    )
+    receiver = BackgroundReceiver(settings)
+    receiver.start()
+    try:
+        url = f"{receiver.base_url}/events/hotel"
+        public = httpx.post(url, json=EVENT, headers={**HEADERS, "Host": "events.example.org"})
+        other = httpx.post(url, json=EVENT, headers={**HEADERS, "Host": "proxy.internal:80"})
+    finally:
+        receiver.stop()
+
+    assert (public.status_code, other.status_code) == (200, 421)
+
+
+def test_without_a_secret_only_a_json_event_is_stored(tmp_path: Path) -> None:
+    store = tmp_path / "events.duckdb"
+    body = json.dumps(EVENT)
+    with running_receiver(store, secret=None) as receiver:
+        url = f"{receiver.base_url}/events/hotel"
+        plain = httpx.post(url, content=body, headers={"Content-Type": "text/plain"})
+        form = httpx.post(url, data={"event": "reservationCreated"})
+        sent = httpx.post(url, json=EVENT)
+
+    assert (plain.status_code, form.status_code, sent.status_code) == (415, 415, 200)
+    assert len(new_events(store, "hotel").events) == 1
+
+
+def test_a_receiver_secret_read_with_a_line_ending_is_stripped(tmp_path: Path) -> None:
+    settings = receiver_settings(
+        snapshot_path=tmp_path / "snapshot.duckdb",
+        port=0,
+        env={"PMS_SYNC_RECEIVER_SECRET": f"{RECEIVER_SECRET}\r\n"},
+    )
+    receiver = BackgroundReceiver(settings)
+    receiver.start()
+    try:
+        answer = httpx.post(f"{receiver.base_url}/events/hotel", json=EVENT, headers=HEADERS)
+    finally:
+        receiver.stop()
+
+    assert settings.secret == RECEIVER_SECRET
+    assert answer.status_code == 200
+    with pytest.raises(ConfigError) as refused:
+        receiver_settings(
+            snapshot_path=tmp_path / "snapshot.duckdb",
+            env={"PMS_SYNC_RECEIVER_SECRET": "receiver-secret\x1b[2J-0123456789"},
+        )
+    assert str(refused.value).startswith("PMS_SYNC_RECEIVER_SECRET: the value holds U+001B")
+    assert "0123456789" not in str(refused.value)
 
 
 @pytest.mark.slow

@@ -61,7 +61,9 @@ def test_a_token_near_expiry_is_renewed_before_use(service: SandboxHandle, tmp_p
     cache = tmp_path / "tokens.json"
     call(service, cache, lambda api: api.accounts())
     key, entry = next(iter(json.loads(cache.read_text()).items()))
-    TokenCache(cache).put(key, CachedToken(entry["access_token"], entry["expires_at"] - 3570))
+    TokenCache(cache).put(
+        key, CachedToken(entry["access_token"], entry["expires_at"] - 3570), MULTI_CLIENT_SECRET
+    )
 
     _, tokens = call(service, cache, lambda api: api.accounts())
 
@@ -71,7 +73,9 @@ def test_a_token_near_expiry_is_renewed_before_use(service: SandboxHandle, tmp_p
 def test_a_revoked_cached_token_is_replaced_once(service: SandboxHandle, tmp_path: Path) -> None:
     cache = tmp_path / "tokens.json"
     TokenCache(cache).put(
-        f"{service.base_url}|{MULTI_CLIENT_ID}", CachedToken("revoked", 4_000_000_000)
+        f"{service.base_url}|{MULTI_CLIENT_ID}",
+        CachedToken("revoked", 4_000_000_000),
+        MULTI_CLIENT_SECRET,
     )
 
     accounts, tokens = call(service, cache, lambda api: api.accounts())

@@ -226,6 +226,147 @@ def test_with_a_token_a_non_loopback_host_starts_with_a_warning_and_guards_the_a
     assert health["status"] == "ok"
 
 
+# -- DNS rebinding: the Host names the sandbox -------------------------------------------------
+
+
+def _port(handle: SandboxHandle) -> int:
+    return int(handle.base_url.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}", "127.0.0.1:1"]
+)
+def test_a_host_that_does_not_name_the_sandbox_is_refused_421(
+    guarded: SandboxHandle, host: str
+) -> None:
+    headers = {"Host": host.format(port=_port(guarded)), "X-Sandbox-Admin-Token": ADMIN_TOKEN}
+
+    records = guarded.http.get("/_sandbox/records", headers=headers)
+    sync = guarded.http.post(
+        SYNC,
+        json=payloads.envelope("reservation", payloads.reservation("res-2")),
+        headers={**headers, **DEMO_TOKEN},
+    )
+
+    for refused in (records, sync):
+        assert refused.status_code == 421
+        assert refused.json()["error"] == "misdirected_request"
+        assert "--allowed-host" in refused.json()["message"]
+    assert "res-1" not in records.text
+    assert [record["id"] for record in guarded.records()] == ["res-1"]  # nothing stored
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST.:{port}"])
+def test_a_host_naming_the_sandbox_s_loopback_address_is_answered(
+    guarded: SandboxHandle, host: str
+) -> None:
+    headers = {"Host": host.format(port=_port(guarded)), "X-Sandbox-Admin-Token": ADMIN_TOKEN}
+
+    response = guarded.http.get("/_sandbox/records", headers=headers)
+
+    assert response.status_code == 200
+    assert [record["id"] for record in response.json()["records"]] == ["res-1"]
+
+
+def test_an_allowed_host_name_is_answered_on_any_port(tmp_path: Path) -> None:
+    config = SandboxConfig.demo().with_allowed_hosts(["sandbox.internal", "proxy.internal:443"])
+
+    with running_sandbox(tmp_path, config) as handle:
+        named = handle.http.get("/_sandbox/health", headers={"Host": "sandbox.internal:8080"})
+        proxied = handle.http.get("/_sandbox/health", headers={"Host": "proxy.internal:443"})
+        other_port = handle.http.get("/_sandbox/health", headers={"Host": "proxy.internal:80"})
+
+    assert (named.status_code, proxied.status_code, other_port.status_code) == (200, 200, 421)
+
+
+def test_the_cli_allows_a_host_name_and_refuses_an_unfit_one(tmp_path: Path) -> None:
+    with sandbox_process(tmp_path, extra_args=("--allowed-host", "sandbox.internal")) as handle:
+        named = httpx.get(
+            f"{handle.base_url}/_sandbox/health", headers={"Host": "sandbox.internal"}
+        )
+        other = httpx.get(f"{handle.base_url}/_sandbox/health", headers={"Host": "evil.example"})
+    unfit = CliRunner().invoke(
+        pms_sync, ["sandbox", "--port", "0", "--data", str(tmp_path), "--allowed-host", "a b"]
+    )
+
+    assert (named.status_code, other.status_code) == (200, 421)
+    assert unfit.exit_code == 1 and "--allowed-host: expected a host name" in unfit.output
+
+
+# -- cross-site "simple" requests: state changes are JSON or carry the token ---------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "media"),
+    [
+        ("/_sandbox/reset", "", None),
+        ("/_sandbox/reset", "{}", "text/plain"),
+        ("/_sandbox/faults", "error_rate=1", "application/x-www-form-urlencoded"),
+        ("/_sandbox/drift", '{"action": "delete"}', "text/plain;charset=UTF-8"),
+        ("/_sandbox/events/redeliver", "{}", "multipart/form-data; boundary=x"),
+    ],
+)
+def test_a_state_change_a_web_page_could_send_cross_site_is_refused_415(
+    clean_sandbox: SandboxHandle, path: str, body: str, media: str | None
+) -> None:
+    stored = clean_sandbox.http.post(
+        SYNC,
+        json=payloads.envelope("reservation", payloads.reservation("res-1")),
+        headers=DEMO_TOKEN,
+    )
+    assert stored.status_code == 200
+    headers = {} if media is None else {"Content-Type": media}
+
+    refused = clean_sandbox.http.post(path, content=body, headers=headers)
+
+    assert refused.status_code == 415
+    assert refused.json()["error"] == "unsupported_media_type"
+    assert "Content-Type: application/json" in refused.json()["message"]
+    assert clean_sandbox.count() == 1  # not reset
+    assert clean_sandbox.set_faults() == clean_sandbox.http.get("/_sandbox/faults").json()["faults"]
+
+
+def test_a_json_state_change_is_accepted_and_reads_need_no_content_type(
+    clean_sandbox: SandboxHandle,
+) -> None:
+    clean_sandbox.http.post(
+        SYNC,
+        json=payloads.envelope("reservation", payloads.reservation("res-1")),
+        headers=DEMO_TOKEN,
+    )
+
+    records = clean_sandbox.http.get("/_sandbox/records")
+    reset = clean_sandbox.http.post(
+        "/_sandbox/reset", content="{}", headers={"Content-Type": "application/json; charset=utf-8"}
+    )
+
+    assert records.status_code == 200 and records.json()["total"] == 1
+    assert reset.status_code == 200
+    assert clean_sandbox.count() == 0
+
+
+def test_with_the_admin_token_a_state_change_needs_no_json(guarded: SandboxHandle) -> None:
+    response = guarded.http.post(
+        "/_sandbox/faults",
+        content="{}",
+        headers={"Content-Type": "text/plain", "X-Sandbox-Admin-Token": ADMIN_TOKEN},
+    )
+
+    assert response.status_code == 200
+
+
+def test_an_admin_token_read_with_a_windows_line_ending_is_stripped(tmp_path: Path) -> None:
+    with sandbox_process(
+        tmp_path, env={"PMS_SYNC_SANDBOX_ADMIN_TOKEN": f"{ADMIN_TOKEN}\r\n"}
+    ) as handle:
+        refused = httpx.get(f"{handle.base_url}/_sandbox/records")
+        accepted = httpx.get(
+            f"{handle.base_url}/_sandbox/records", headers={"X-Sandbox-Admin-Token": ADMIN_TOKEN}
+        )
+
+    assert (refused.status_code, accepted.status_code) == (401, 200)
+
+
 # -- integer parameters --------------------------------------------------------------------------
 
 
