@@ -4,7 +4,7 @@ The service knows a stay is off only by the status ``CANCELLED`` (spec §2.8); a
 live stay. A mapping that copies the PMS's status (``Cancelled``, ``Canceled by guest``,
 ``storniert``, ``annulé``, ``3``) would send cancelled bookings as live stays. So the
 reservation's ``status`` is checked in the mapping's own SQL: a value that looks like a
-cancellation, or a bare number (a code nobody can read), quarantines its record with the value,
+cancellation, or a bare number (a code only the PMS can read), quarantines its record with the value,
 unless the mapping declares it with ``not_cancelled``. The same vocabulary drafts the ``map:``
 of `pms-sync init` (``classify``) and decides, when the file is loaded, whether a status can
 need the check at all (``status_check_sql``): a constant, or a ``map``/``lookup`` with a
@@ -62,8 +62,9 @@ CANCELLATION_CODES: tuple[str, ...] = (
 )
 """Codes and short words PMSs write for a cancelled booking, matched as whole words."""
 
-STATUS_CODE_PATTERN = r"^\s*[0-9]+\s*$"
-"""A bare number: a status code whose meaning only the PMS knows."""
+STATUS_CODE_PATTERN = r"^\s*[0-9]+(\.0+)?\s*$"
+"""A bare number (``3``, or ``3.0`` as a spreadsheet writes it): a status code whose meaning
+only the PMS knows."""
 
 CANCELLATION = "cancellation"
 CODE = "code"
@@ -120,7 +121,10 @@ def problem_sql(value: str, declared: Sequence[str]) -> str:
 def _reason(kind: str) -> str:
     if kind == CANCELLATION:
         return f"{CANCELLATION_LIKE_REASON}: map it to {CANCELLED}, or declare it not_cancelled"
-    return f"{NUMERIC_STATUS_REASON}: map it to {CANCELLED} if it means cancelled, else declare it not_cancelled"
+    return (
+        f"{NUMERIC_STATUS_REASON}: map it to {CANCELLED} if it means cancelled, else declare it "
+        "not_cancelled"
+    )
 
 
 @cache

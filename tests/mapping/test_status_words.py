@@ -62,4 +62,8 @@ def test_live_statuses_are_not_taken_for_cancellations(value: str) -> None:
 
 
 def test_bare_numbers_are_codes() -> None:
-    assert classify(["3", " 12 ", "3a", "1.0"]) == {"3": "code", " 12 ": "code"}
+    assert classify(["3", " 12 ", "3a", "1.0", "1.5"]) == {
+        "3": "code",
+        " 12 ": "code",
+        "1.0": "code",
+    }
