@@ -39,6 +39,75 @@ QUARANTINE_COLUMNS: tuple[str, ...] = (
 """Columns of :attr:`MappedRecords.quarantine`, one row per problem found."""
 
 
+CANCELLATION_LIKE_REASON = "looks like a cancellation but is not CANCELLED"
+NUMERIC_STATUS_REASON = "is a numeric status code"
+"""How the reasons of the quarantine entries of reservation statuses start
+(``connector.mapping.status_vocabulary``): cancelled bookings must not be sent as live stays."""
+
+
+@dataclass(frozen=True)
+class StatusFinding:
+    """A reservation status value quarantined because it may mean cancelled, and its records."""
+
+    value: str
+    kind: str  # "cancellation" (looks like one) or "code" (a bare number)
+    records: int
+
+    def to_json_dict(self) -> dict[str, str | int]:
+        return {"value": self.value, "kind": self.kind, "records": self.records}
+
+
+def is_status_finding(quarantine: pd.DataFrame) -> pd.Series:
+    """Which quarantine entries are reservation statuses that may mean cancelled."""
+    reasons = quarantine["reason"].astype(str)
+    return (quarantine["field"] == "status") & (
+        reasons.str.startswith(CANCELLATION_LIKE_REASON)
+        | reasons.str.startswith(NUMERIC_STATUS_REASON)
+    )
+
+
+def status_findings(quarantine: pd.DataFrame) -> list[StatusFinding]:
+    """The status values of ``quarantine`` that may mean cancelled, with their records (a
+    booking of three rooms counts once), most frequent first."""
+    if not len(quarantine):
+        return []
+    cancellation = quarantine["reason"].astype(str).str.startswith(CANCELLATION_LIKE_REASON)
+    found = quarantine.loc[is_status_finding(quarantine)].assign(
+        kind=cancellation.map({True: "cancellation", False: "code"})
+    )
+    if not len(found):
+        return []
+    # Rows without a record id (its problem is reported too) count one each.
+    keyed = found.assign(key=found["record_id"].where(~_blank(found["record_id"]), found["rows"]))
+    counts = (
+        keyed.drop_duplicates(["account_id", "key", "input", "value"])
+        .groupby(["value", "kind"])
+        .size()
+        .reset_index(name="n")
+        .sort_values(["n", "value"], ascending=[False, True], kind="stable")
+    )
+    return [
+        StatusFinding(str(row.value), str(row.kind), int(row.n))
+        for row in counts.itertuples(index=False)
+    ]
+
+
+def status_message(findings: list[StatusFinding], fix: str | None) -> str:
+    """The error that names each status value that may mean cancelled, its records, and what to
+    write in the mapping (``fix``)."""
+    records = sum(item.records for item in findings)
+    listed = ", ".join(f"{item.value!r} {item.records}" for item in findings)
+    lines = [
+        f"{len(findings)} reservation status value(s) may mean cancelled but are not CANCELLED, "
+        f"the only status the service reads as a cancellation; their {records} record(s) are "
+        "quarantined, not sent as live stays (value, records):",
+        f"  {listed}",
+    ]
+    if fix:
+        lines.append(fix)
+    return "\n".join(lines)
+
+
 def empty_records() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype="object") for column in RECORD_COLUMNS}).astype(
         {"checkin": "datetime64[ns]", "checkout": "datetime64[ns]"}
@@ -137,6 +206,9 @@ class MappedRecords:
     carried: int = 0
     fingerprints: pd.DataFrame | None = None
     mapping_fingerprint: str | None = None
+    # Reservation statuses that may mean cancelled (quarantined, ``status_findings``): where
+    # and what to write in the mapping file, for every such value of the export.
+    status_fix: str | None = None
 
     @property
     def mapped(self) -> int:

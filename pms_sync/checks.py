@@ -4,18 +4,21 @@
 connection's rows is quarantined (default 1 %), the sync of that entity does not run in that
 run, because a mapping that broke would otherwise push a partial picture. ``unit_ids_known``
 warns about reservations that reference a unit neither this run nor the snapshot knows.
+``cancellations_sent_as_cancelled`` fails (not blocking: the records are already quarantined)
+when a reservation status means cancelled in the PMS's words but is not ``CANCELLED``.
 The checks of the sync assets (no new dead letters, accounts authenticated) are computed from
 the sync's own report in ``pms_sync/assets.py``.
 """
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import dagster as dg
 import pandas as pd
 
 from connector.contract import Entity
-from connector.records import MappedRecords
+from connector.records import MappedRecords, is_status_finding, status_findings, status_message
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
@@ -26,6 +29,7 @@ from pms_sync.storage import OPTIONAL_INPUT
 
 CHECK_QUARANTINE = "quarantine_below_threshold"
 CHECK_UNIT_IDS = "unit_ids_known"
+CHECK_CANCELLATIONS = "cancellations_sent_as_cancelled"
 
 
 def build_checks(
@@ -38,6 +42,7 @@ def build_checks(
         checks.append(_quarantine_check(keys.mapped_accommodations, None))
     if Entity.RESERVATION in entities:
         checks.append(_quarantine_check(keys.mapped_reservations, partitions))
+        checks.append(_cancellations_check(keys.mapped_reservations, partitions))
         checks.append(
             _unit_ids_check(connection, partitions, Entity.ACCOMMODATION in entities, pool)
         )
@@ -108,6 +113,10 @@ def _quarantine_check(
 def _quarantine_result(
     key: dg.AssetKey, records: MappedRecords, sync_checks: SyncChecksResource
 ) -> dg.AssetCheckResult:
+    # Statuses that may mean cancelled have their own check, which does not hold the rest back.
+    records = replace(
+        records, quarantine=records.quarantine.loc[~is_status_finding(records.quarantine)]
+    )
     share = quarantine_share(records)
     limit = sync_checks.max_quarantine_share
     passed = share <= limit
@@ -128,6 +137,56 @@ def _quarantine_result(
             "max_quarantine_share": dg.MetadataValue.float(limit),
             "quarantined_rows": dg.MetadataValue.int(quarantined_rows(records)),
             "records": dg.MetadataValue.int(len(records.records)),
+        },
+    )
+
+
+def _cancellations_check(
+    key: dg.AssetKey, partitions: dg.PartitionsDefinition
+) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=key,
+        name=CHECK_CANCELLATIONS,
+        partitions_def=partitions,
+        description=(
+            "No reservation status means cancelled in the PMS's words (Cancelled, storniert, "
+            "annulé, CXL, a numeric code, …) without being CANCELLED, the only status the "
+            "service reads as a cancellation. Such records are quarantined, not sent as live "
+            "stays; the check fails naming each value, its records and the map: to add to "
+            "the mapping (docs/mapping.md). The rest of the sync goes on."
+        ),
+    )
+    def cancellations_sent_as_cancelled(
+        context: dg.AssetCheckExecutionContext, mapped: MappedBatch
+    ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
+        months = month_batches(context, partitions, mapped.records)
+        fix = mapped.records.status_fix
+        yield from _per_month(
+            context,
+            {month: _cancellations_result(key, batch, fix) for month, batch in months.items()},
+        )
+
+    return cancellations_sent_as_cancelled
+
+
+def _cancellations_result(
+    key: dg.AssetKey, batch: MappedRecords, fix: str | None
+) -> dg.AssetCheckResult:
+    findings = status_findings(batch.quarantine)
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_CANCELLATIONS,
+        passed=not findings,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=status_message(findings, fix) if findings else None,
+        metadata={
+            "records": dg.MetadataValue.int(sum(item.records for item in findings)),
+            "values": dg.MetadataValue.md(
+                markdown_table(
+                    ("status", "kind", "records"),
+                    [(item.value, item.kind, item.records) for item in findings],
+                )
+            ),
         },
     )
 

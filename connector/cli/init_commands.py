@@ -54,6 +54,7 @@ def init_command(
             "matched": draft.matched,
             "to_fill_in": draft.to_fill_in,
             "unused_inputs": draft.unused_inputs,
+            "notes": draft.notes,
             "exit_code": EXIT_OK,
         }
         click.echo(json.dumps(document, sort_keys=True, ensure_ascii=False))
@@ -67,6 +68,8 @@ def init_command(
                 click.echo(f"    {path} ← {how}")
         for name in draft.unused_inputs:
             click.echo(f"  input {name} is not used yet: join it by hand (docs/mapping.md)")
+        for text in draft.notes:
+            click.echo(f"  {text}")
     if draft.to_fill_in:
         click.echo(
             f"{len(draft.to_fill_in)} member(s) to fill in: {', '.join(draft.to_fill_in)}; "

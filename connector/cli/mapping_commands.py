@@ -28,6 +28,7 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
     Exits non-zero when the file or an input is invalid or any record is quarantined.
     """
     from connector.mapping import load_mapping, map_records
+    from connector.records import status_findings, status_message
 
     try:
         mapping = load_mapping(mapping_file)
@@ -48,6 +49,9 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
         for row in quarantine.head(shown).itertuples(index=False):
             value = f" [value: {row.value}]" if row.value else ""
             click.echo(f"  {row.input}:{row.rows} {row.field}: {row.reason}{value}")
+        findings = status_findings(quarantine)
+        if findings:
+            click.secho(status_message(findings, batch.status_fix), fg="red", err=True)
     if problems:
         raise click.ClickException(f"{problems} problem(s) found")
     click.echo("ok: every record is valid")

@@ -8,7 +8,7 @@ Exit codes (docs/cli.md):
 | 0 | every planned change was acknowledged (or there was nothing to send; or a dry run) |
 | 1 | the run could not start or broke off: mapping, settings, snapshot locked, … (stderr says why) |
 | 2 | wrong usage of the command (click) |
-| 3 | completed, but not everything is confirmed at the service: changes dead-lettered, failed, held back or pending for the next run, or answers that contradict what was sent |
+| 3 | completed, but not everything is confirmed at the service: changes dead-lettered, failed, held back or pending for the next run, answers that contradict what was sent, or reservations whose status may mean cancelled quarantined |
 | 4 | an account's token was refused (401): its push stopped, its changes are pending |
 | 5 | the mass-change guard held an account's push back (approve with --allow-mass-change) |
 | 6 | nothing usable: an entity's export has no rows, or every record of it is quarantined |
@@ -375,7 +375,7 @@ def exit_code(report: Any) -> int:
         return EXIT_MASS_CHANGE
     if report.push.dry_run:
         return EXIT_OK
-    if not report.push.complete or report.push.disagreements:
+    if not report.push.complete or report.push.disagreements or report.plan.status_findings:
         return EXIT_INCOMPLETE
     if report.accounts.properties.incomplete:
         return EXIT_INCOMPLETE
@@ -505,6 +505,8 @@ def _warn_about_plan(plan: Plan) -> None:
             fg="yellow",
             err=True,
         )
+    if plan.status_error:
+        click.secho(plan.status_error, fg="red", err=True)
     for entity, reason in plan.unusable.items():
         click.secho(
             f"nothing usable for {entity}: {reason} (nothing of it was sent, and nothing was "

@@ -12,21 +12,25 @@ the placeholders "to fill in", and nothing runs before each is replaced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import yaml
 
 from connector.contract import Entity
-from connector.errors import MappingError, SourceError
+from connector.errors import MappingError, PmsSyncError, SourceError
 from connector.mapping.model import DEFAULT_NULL_VALUES
-from connector.sources.base import to_text
+from connector.mapping.status_vocabulary import CANCELLATION, CANCELLED, CODE, classify
+from connector.sources.base import quote_identifier, to_text
 from connector.sources.detect import SAMPLE_ROWS, detect_csv
 
 NULL_TOKENS = ("NA", "N.A.", "-", "--", "none", "None", "NONE", "nan", "NaN", "#N/A", "NULL")
@@ -147,6 +151,19 @@ class ExportTable:
     columns: list[str]
     rows: list[list[str | None]]
     described: str
+    # Every value of a column in the whole export, with its rows (None: the sample only).
+    read_values: Callable[[str], dict[str, int]] | None = None
+
+    def value_counts(self, column: str) -> dict[str, int]:
+        """The present values of ``column`` in the whole export with their rows, most frequent
+        first; the sample's when the export cannot be read whole."""
+        found: dict[str, int] | None = None
+        if self.read_values is not None:
+            with contextlib.suppress(PmsSyncError, duckdb.Error, OSError, ValueError):
+                found = self.read_values(column)
+        if found is None:
+            found = dict(Counter(self.values(column)))
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
 
     def values(self, column: str) -> list[str]:
         """The sample's present values of ``column`` (null texts left out)."""
@@ -216,7 +233,7 @@ def _csv_table(path: Path, folder: Path, name: str) -> ExportTable:
         f"{path.name}: {shown}-separated, {layout.encoding}, header on line {layout.header_row}, "
         f"{len(layout.columns)} columns"
     )
-    return ExportTable(name, spec, layout.columns, rows, described)
+    return ExportTable(name, spec, layout.columns, rows, described, _file_values(name, spec, path))
 
 
 def _xlsx_table(path: Path, folder: Path, name: str) -> ExportTable:
@@ -270,7 +287,7 @@ def _xlsx_table(path: Path, folder: Path, name: str) -> ExportTable:
         f"{path.name}: sheet {sheet_name!r}, header on row {header_index + 1}, "
         f"{len(columns)} columns"
     )
-    return ExportTable(name, spec, columns, data, described)
+    return ExportTable(name, spec, columns, data, described, _file_values(name, spec, path))
 
 
 def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
@@ -300,12 +317,70 @@ def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
                 name = _input_name(table, [*taken, *(t.name for t in tables)])
                 spec = {"type": "sql", "url": written, "table": table}
                 described = f"{safe_url(url)} table {table}: {len(columns)} columns"
-                tables.append(ExportTable(name, spec, columns, rows, described))
+                tables.append(
+                    ExportTable(name, spec, columns, rows, described, _sql_values(url, table))
+                )
     except sa.exc.SQLAlchemyError as error:
         raise SourceError(f"cannot read the tables of {safe_url(url)}: {error}") from None
     finally:
         engine.dispose()
     return tables
+
+
+def _file_values(name: str, spec: dict[str, Any], path: Path) -> Callable[[str], dict[str, int]]:
+    """How to read a column of the file export at ``path`` whole, as the mapping will read it."""
+
+    def read(column: str) -> dict[str, int]:
+        from pydantic import TypeAdapter
+
+        from connector.mapping.model import InputSpec
+        from connector.sources import open_source
+
+        found = path.resolve()
+        model = TypeAdapter(InputSpec).validate_python({**spec, "path": found.name})
+        source = open_source(name, model, found.parent)
+        with duckdb.connect(":memory:") as connection:
+            source.load_into(connection, "export")
+            return _counts(connection, "export", column)
+
+    return read
+
+
+def _sql_values(url: str, table: str) -> Callable[[str], dict[str, int]]:
+    """How to read a column of a database table whole."""
+
+    def read(column: str) -> dict[str, int]:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(url)
+        try:
+            quote = engine.dialect.identifier_preparer.quote
+            with engine.connect() as connection:
+                rows = connection.execute(
+                    sa.text(
+                        f"SELECT {quote(column)}, count(*) FROM {quote(table)} "
+                        f"WHERE {quote(column)} IS NOT NULL GROUP BY {quote(column)}"
+                    )
+                ).all()
+        finally:
+            engine.dispose()
+        found: Counter[str] = Counter()
+        for value, count in rows:
+            text = to_text(value)
+            if text is not None and text not in DEFAULT_NULL_VALUES:
+                found[text] += int(count)
+        return dict(found)
+
+    return read
+
+
+def _counts(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> dict[str, int]:
+    """Each value of ``column`` exactly as the mapping reads it (a map's keys must match)."""
+    rows = connection.execute(
+        f"SELECT {quote_identifier(column)} AS v, count(*) FROM {quote_identifier(table)} "
+        "WHERE v IS NOT NULL GROUP BY v"
+    ).fetchall()
+    return {str(value): int(count) for value, count in rows}
 
 
 # ------------------------------------------------------------------------------- matching
@@ -327,6 +402,7 @@ class Draft:
     matched: dict[str, dict[str, str]]  # entity → contract path → how it is computed
     to_fill_in: list[str] = field(default_factory=list)  # contract paths left as placeholders
     unused_inputs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # choices of the draft to check
 
 
 class _Columns:
@@ -419,6 +495,7 @@ class _Drafter:
         self.table = table
         self.columns = _Columns(table)
         self.matched: dict[str, str] = {}
+        self.notes: list[str] = []  # what a person must check in the draft
         self.to_fill_in: list[str] = []
         self.filters: list[dict[str, str]] = []  # the entity's row filter
 
@@ -427,7 +504,7 @@ class _Drafter:
         return Fill(hint)
 
     def note(self, path: str, value: Any) -> Any:
-        self.matched[path] = _flow(value)
+        self.matched[path] = flow_yaml(value)
         return value
 
     def text_column(self, column: str) -> Any:
@@ -476,6 +553,45 @@ class _Drafter:
         self.columns.used.update(columns)
         return columns[0] if len(columns) == 1 else {"sum": columns}
 
+    def status(self, column: str) -> Any:
+        """The status column with a ``map`` sending the values that look like a cancellation
+        to CANCELLED (the others are sent as the PMS writes them); a column of numeric codes
+        is a placeholder: only the PMS knows which code means cancelled."""
+        counts = self.table.value_counts(column)
+        kinds = classify(counts)
+
+        def shown(values: Iterable[str]) -> str:
+            return ", ".join(f"{value!r} ({counts[value]})" for value in values)
+
+        codes = [value for value in counts if kinds.get(value) == CODE]
+        if counts and len(codes) == len(counts):
+            self.notes.append(
+                f"status: column {column!r} holds numeric codes ({shown(codes)}): say which "
+                "mean cancelled (fill_in)"
+            )
+            return self.fill(
+                "status",
+                f"the reservation status: column {column} holds the codes "
+                f"{', '.join(codes)}; map those that mean cancelled to CANCELLED and declare "
+                f"the others live: {{column: {column}, map: {{'<code>': CANCELLED}}, "
+                "not_cancelled: [<the other codes>]}",
+            )
+        if codes:
+            self.notes.append(
+                f"status: numeric codes {shown(codes)} besides words: say which mean cancelled "
+                "(`pms-sync validate` lists them)"
+            )
+        cancelled = [value for value in counts if kinds.get(value) == CANCELLATION]
+        others = [value for value in counts if not kinds.get(value) and value != CANCELLED]
+        if not cancelled:
+            return self.note("status", column)
+        self.notes.append(
+            f"status: {shown(cancelled)} look like cancellations, sent as CANCELLED by the "
+            f"map; {shown(others) or 'no other value'} sent as they are. Check the map; a "
+            "value that means no cancellation is declared with not_cancelled (docs/mapping.md)"
+        )
+        return self.note("status", {"column": column, "map": dict.fromkeys(cancelled, CANCELLED)})
+
     def number(self, column: str) -> Any:
         values = self.table.values(column)
         if values and all(_DECIMAL_COMMA.match(value) for value in values):
@@ -502,7 +618,7 @@ def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
         fields["id"] = note("id", {"row_number": True})
     status = find("status")
     fields["status"] = (
-        note("status", status)
+        drafter.status(status)
         if status
         else drafter.fill(
             "status",
@@ -700,26 +816,26 @@ def _accommodation_score(table: ExportTable) -> int:
 # ------------------------------------------------------------------------------- writing
 
 
-def _flow(value: Any) -> str:
+def flow_yaml(value: Any) -> str:
     """A value in YAML flow style, on one line (a scalar is dumped inside a list: alone it
     would end with yaml's document marker)."""
     if isinstance(value, dict | list):
         return yaml.safe_dump(
             value, default_flow_style=True, width=10_000, allow_unicode=True, sort_keys=False
         ).strip()
-    return _flow([value])[1:-1]
+    return flow_yaml([value])[1:-1]
 
 
 def _emit(node: dict[str, Any], indent: int, lines: list[str]) -> None:
     pad = " " * indent
     for key, value in node.items():
         if isinstance(value, Fill):
-            lines.append(f"{pad}{key}: {_flow({'fill_in': value.hint})}")
+            lines.append(f"{pad}{key}: {flow_yaml({'fill_in': value.hint})}")
         elif isinstance(value, dict) and not _is_expression(value):
             lines.append(f"{pad}{key}:")
             _emit(value, indent + 2, lines)
         else:
-            lines.append(f"{pad}{key}: {_flow(value)}")
+            lines.append(f"{pad}{key}: {flow_yaml(value)}")
 
 
 def _is_expression(value: dict[str, Any]) -> bool:
@@ -777,6 +893,7 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
     inputs = {table.name: table.spec for table in tables}
     entities: dict[str, Any] = {}
     matched: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
     for entity, table, build in (
         (Entity.ACCOMMODATION, accommodation, _accommodation),
         (Entity.RESERVATION, reservation, _reservation),
@@ -789,12 +906,13 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
             entities[entity.value]["filter"] = drafter.filters
         entities[entity.value]["fields"] = fields
         matched[entity.value] = drafter.matched
+        notes += drafter.notes
         to_fill_in += [f"{entity.value}.{path}" for path in drafter.to_fill_in]
     body: list[str] = []
     _emit(top, 0, body)
     body.append("inputs:")
     for name, spec in inputs.items():
-        body.append(f"  {name}: {_flow(spec)}")
+        body.append(f"  {name}: {flow_yaml(spec)}")
     body.append("entities:")
     _emit(entities, 2, body)
     text = "\n".join([*lines, *body]) + "\n"
@@ -805,6 +923,7 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
         matched=matched,
         to_fill_in=to_fill_in,
         unused_inputs=[table.name for table in tables if table.name not in used],
+        notes=notes,
     )
 
 

@@ -37,8 +37,9 @@ from connector.mapping.fingerprints import (
 )
 from connector.mapping.model import Mapping
 from connector.mapping.scope_sql import lookup_text, table_name
+from connector.mapping.status_vocabulary import status_fix
 from connector.mapping.validation import RecordValidator
-from connector.records import DateWindow, MappedRecords
+from connector.records import DateWindow, MappedRecords, status_findings
 from connector.secrets import MASK, is_sensitive
 from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
@@ -293,6 +294,22 @@ def run_prepared(
     unknown = set(since) - set(prepared.sources)
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
+    batches = _mapped(prepared, window, since, validated, fingerprints)
+    reservations = batches.get(Entity.RESERVATION)
+    if reservations is not None:
+        reservations.status_fix = status_fix(
+            prepared.mapping, status_findings(reservations.quarantine)
+        )
+    return batches
+
+
+def _mapped(
+    prepared: PreparedMapping,
+    window: DateWindow | None,
+    since: dict[str, Any],
+    validated: ValidatedPayloads | None,
+    fingerprints: FingerprintReader | None,
+) -> dict[Entity, MappedRecords]:
     if fingerprints is not None:
         try:
             return _run(prepared, window, since, validated, fingerprints, read_in_place=True)

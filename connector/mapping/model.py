@@ -253,7 +253,7 @@ def fields_model(contract: type[BaseModel]) -> type[BaseModel]:
                 Discriminator(_list_kind),
             ]
         else:
-            annotation = ExprLike
+            annotation = _MEMBER_ANNOTATIONS.get((contract.__name__, name), ExprLike)
         required = info.is_required() and (contract.__name__, name) not in _OPTIONAL_IN_MAPPING
         description = info.description or f"{contract.__name__}.{name}"
         definitions[name] = (
@@ -290,6 +290,39 @@ AccountLike = Annotated[
     ),
 ]
 """What an ``account:`` member accepts."""
+
+
+# ------------------------------------------------------------------------ reservation status
+
+
+class StatusExpression(Expression):
+    """The reservation's status: any expression, and the values it declares live."""
+
+    not_cancelled: list[str | int] | None = Field(
+        default=None,
+        description="Status values that look like a cancellation (or are numeric codes) but "
+        "are not one, sent as they are, e.g. ['Cancellation requested']. Any other value that "
+        "looks like a cancellation (Cancelled, storniert, annulé, CXL, …) or is a bare number "
+        "quarantines its record unless it is mapped to CANCELLED (docs/mapping.md).",
+    )
+
+
+StatusLike = Annotated[
+    Annotated[str, Tag("column")]
+    | Annotated[bool | int | float, Tag("constant")]
+    | Annotated[StatusExpression, Tag("expression")],
+    Discriminator(_expression_kind),
+    Field(
+        description="Status of the reservation; CANCELLED for a cancelled one (the only value "
+        "the service reads as a cancellation): a column with a map, e.g. {column: Status, map: "
+        "{Storniert: CANCELLED}}, or a constant. Values that look like a cancellation and are "
+        "not CANCELLED quarantine their record; declare those that are none with not_cancelled."
+    ),
+]
+"""What the reservation's ``status`` member accepts."""
+
+_MEMBER_ANNOTATIONS: dict[tuple[str, str], Any] = {("Reservation", "status"): StatusLike}
+"""Members whose expression takes options of its own."""
 
 
 # ------------------------------------------------------------------------------- entities

@@ -27,6 +27,7 @@ from connector.mapping.expressions import (
     template_placeholders,
 )
 from connector.mapping.model import _strip_optional
+from connector.mapping.status_vocabulary import status_check_sql
 from connector.secrets import is_sensitive
 from connector.sources.base import ROW_COLUMN, SOURCE_COLUMN, quote_identifier, sql_literal
 
@@ -632,6 +633,18 @@ class ScopeSql:
         del self.problems[problems_before:]
         if found:
             self._text_problem(found, f"p{index}", path, sensitive)
+        # A reservation status that may mean cancelled is never sent as a live stay.
+        status_problem = status_check_sql(
+            value, member, self.compiler.mapping.lookups, f"CAST({converted} AS VARCHAR)"
+        )
+        if status_problem is not None:
+            self.value_columns.append(f"{status_problem} AS s{index}")
+            self.failed_flags.append(f"(s{index} IS NOT NULL)")
+            self.error_items.append(
+                f"CASE WHEN s{index} IS NOT NULL THEN struct_pack(path := {lit(path)}, "
+                f"reason := concat(s{index}, ', got ''', {raw_name}, ''''), value := {raw_name}, "
+                f"src := {SOURCE_COLUMN}, rownum := {ROW_COLUMN}) END"
+            )
         self.compiler.volatile_check(expression, path)
         kind = value_kind(target, implied, is_list, expression.split is not None)
         leaf = Leaf(raw=raw_name, sql=rendered, kind=kind)

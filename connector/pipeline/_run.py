@@ -79,7 +79,9 @@ _SAMPLE = 20  # problems listed in a report; the rest are counted
 
 class RunStatus:
     SUCCEEDED = "succeeded"  # every change acknowledged (or nothing to send)
-    INCOMPLETE = "incomplete"  # some changes dead-lettered, failed, pending or held back
+    # Some changes dead-lettered, failed, pending or held back, or reservations whose status
+    # may mean cancelled quarantined (the service does not know they are cancelled).
+    INCOMPLETE = "incomplete"
     DISAGREED = "disagreed"  # every change acknowledged, but some answers contradicted it
     BLOCKED = "blocked"  # the mass-change guard stopped an account's push (docs/safety-rails.md)
     UNUSABLE = "unusable"  # an entity's export gave nothing: no rows, or every one quarantined
@@ -145,6 +147,9 @@ class SyncReport:
         if self.guard.blocked:
             return RunStatus.BLOCKED
         if not self.push.complete or self.accounts.properties.incomplete:
+            return RunStatus.INCOMPLETE
+        if self.plan.status_findings:
+            # Bookings the PMS says are cancelled were not sent as such: the service is wrong.
             return RunStatus.INCOMPLETE
         if self.push.disagreements:
             return RunStatus.DISAGREED
@@ -217,6 +222,10 @@ class SyncReport:
             "dead_letters": self.dead_letters,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,
+            "cancellation_like_statuses": [
+                item.to_json_dict() for item in self.plan.status_findings
+            ],
+            "status_error": self.plan.status_error,
             "deferred": sum(self.push.deferred.values()),
             "throttled": self.push.throttled,
             "unsent_by_urgency": {u: int(self.push.unsent.get(u, 0)) for u in URGENCY_CLASSES},

@@ -26,7 +26,7 @@ from connector.errors import PmsSyncError
 from connector.pipeline._run import SyncReport, drift_open_within
 from connector.plan import Plan, extracted_counts
 from connector.push import OUTCOMES, PushResult
-from connector.records import DateWindow, MappedRecords
+from connector.records import DateWindow, MappedRecords, status_findings
 
 
 def report_within(
@@ -140,6 +140,7 @@ def _plan_within(
         window=window,
         units_with_stays=plan.units_with_stays.iloc[0:0],
         tally_by_checkin=None,
+        status_findings=status_findings(part.quarantine),
     )
 
 

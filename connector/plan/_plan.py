@@ -22,7 +22,14 @@ from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.plan._drift import OPTIONAL_REASONS
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.plan._urgency import URGENCY_CLASSES, UrgencyPolicy
-from connector.records import DateWindow, MappedRecords, counts_by_text
+from connector.records import (
+    DateWindow,
+    MappedRecords,
+    StatusFinding,
+    counts_by_text,
+    status_findings,
+    status_message,
+)
 from connector.snapshot import (
     DiffRequest,
     OnMissing,
@@ -168,6 +175,17 @@ class Plan:
     # Records per entity carried over unmapped by their unchanged source fingerprint
     # (connector.mapping.fingerprints): among the skips, never among the changes.
     carried: dict[str, int] = field(default_factory=dict)
+    # Reservation statuses that may mean cancelled but are not CANCELLED: their records are
+    # quarantined, not sent as live stays; ``status_fix`` says what to write in the mapping.
+    status_findings: list[StatusFinding] = field(default_factory=list)
+    status_fix: str | None = None
+
+    @property
+    def status_error(self) -> str | None:
+        """The error naming each such status value, its records and the ``map:`` to add."""
+        if not self.status_findings:
+            return None
+        return status_message(self.status_findings, self.status_fix)
 
     @property
     def resends(self) -> dict[str, int]:
@@ -272,6 +290,8 @@ class Plan:
             "kept_quarantined": self.kept_quarantined,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,
+            "cancellation_like_statuses": [item.to_json_dict() for item in self.status_findings],
+            "status_error": self.status_error,
             "units_with_stays": self.units_with_stays_json(),
             "unusable": self.unusable,
             "entities": list(self.entities),
@@ -422,6 +442,7 @@ def build_plan(
             today=today,
             urgency=urgency,
         )
+    reservations = batches.get(Entity.RESERVATION)
     return Plan(
         changes=ordered,
         tally=tally.loc[:, ["entity", "account_id", "action", "reason", "n"]],
@@ -440,6 +461,8 @@ def build_plan(
         quarantine_sample=quarantine_sample(batches),
         resend=resent,
         carried={str(entity): batch.carried for entity, batch in batches.items()},
+        status_findings=status_findings(reservations.quarantine) if reservations else [],
+        status_fix=reservations.status_fix if reservations else None,
         tally_by_checkin=(
             pd.concat(by_day, ignore_index=True).loc[:, list(TALLY_BY_CHECKIN_COLUMNS)]
             if by_day

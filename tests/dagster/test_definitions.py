@@ -64,6 +64,7 @@ def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedu
             ("mapped_accommodations", "quarantine_below_threshold"),
             ("mapped_reservations", "quarantine_below_threshold"),
             ("mapped_reservations", "unit_ids_known"),
+            ("mapped_reservations", "cancellations_sent_as_cancelled"),
             ("synced_accommodations", "no_new_dead_letters"),
             ("synced_accommodations", "accounts_authenticated"),
             ("synced_reservations", "no_new_dead_letters"),
