@@ -104,14 +104,20 @@ def anomaly_result(
 
 
 def raise_if_blocked(report: SyncReport) -> None:
-    """Fail the step when the mass-change guard withheld an account's push."""
-    if report.guard.blocked:
+    """Fail the step when the run held work awaiting an approval (the kinds of change the
+    mass-change guard held, units or properties kept for their stays); everything else of the
+    run was sent and recorded before."""
+    if report.awaiting_approval or report.guard.blocked:
+        held = report.awaiting_approval
         raise dg.Failure(
-            report.guard.message(),
+            report.approval_message(dagster=True) or report.guard.message(),
             metadata={
                 "blocked_accounts": dg.MetadataValue.text(
-                    ", ".join(sorted(report.guard.blocked_accounts))
-                )
+                    ", ".join(sorted({item.account_id for item in held}))
+                ),
+                "approvals": dg.MetadataValue.text(
+                    ", ".join(sorted({item.approval.run_config for item in held}))
+                ),
             },
             allow_retries=False,
         )
