@@ -162,12 +162,13 @@ class GuardVerdict:
         if self.allowed:
             return f"mass change approved (--allow-mass-change): {listed}"
         kinds = ", ".join(
-            f"the {entity} {action}s of account {account!r}"
+            f"the {entity} {'deactivations' if action == Action.DEACTIVATE else 'cancellations'}"
+            f" of account {account!r}"
             for account, entity, action in sorted(self.held)
         )
         return (
-            f"mass-change guard: {listed}. Held back: {kinds} (every other change was "
-            f"sent); this looks like a truncated or partial export. {APPROVAL_HINT}."
+            f"mass-change guard: {listed}. Held back: {kinds}; this looks like a truncated "
+            f"or partial export. {APPROVAL_HINT}."
         )
 
     def to_json_dict(self) -> dict[str, object]:
