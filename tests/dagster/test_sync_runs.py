@@ -631,13 +631,17 @@ def test_a_unit_with_stays_is_held_under_allow_mass_change_and_released_by_its_o
     stay = [booking(1, date(2027, 3, 10), unit_number=3)]
     hotel.write(UNITS, stay)
     assert run(build_definitions(hotel.folder.parent, resources), "2027-03").success
-    hotel.write(UNITS[:2], stay)  # unit 3 leaves the export; its guest still arrives in March
+    # Unit 3 leaves the export, its guest still arrives in March; a new guest books unit 1.
+    hotel.write(UNITS[:2], [*stay, booking(2, date(2027, 3, 20), unit_number=1)])
     volume_only = {**resources, "sync_checks": SyncChecksResource(allow_mass_change=True)}
 
     held = run(build_definitions(hotel.folder.parent, volume_only), "2027-03")
 
     assert not held.success
+    # The run fails at its end: the new booking was sent before.
+    assert stays(clean_sandbox) == {"B1", "B2"}
     failure = next(e for e in held.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.step_key == "hotel__synced_reservations"
     message = failure.event_specific_data.error.message
     assert "guests still stay in U3" in message
     assert "resources.sync_checks.config.allow_deactivation_with_stays: true" in message
