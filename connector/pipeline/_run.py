@@ -541,8 +541,9 @@ def sync_batches(
     change over a limit (an account's deactivations or cancellations) unless
     ``allow_mass_change``; a unit or property that guests still stay in is not deactivated
     unless ``release_units_with_stays``. Either way the report's status is ``blocked`` and
-    ``report.approval_message()`` says what was held and how to approve. ``by_checkin`` keeps the reservations' counts per
-    check-in day too, so the report can be split by window (``connector.pipeline._windowed_report``).
+    ``report.approval_message()`` says what was held and how to approve. ``by_checkin`` keeps
+    the reservations' counts per check-in day too, so the report can be split by window
+    (``connector.pipeline._windowed_report``).
 
     ``accounts``: the run covers these accounts of the connection only (``load_batches(accounts=)``
     kept their records): it locks, reconciles and compares with the guard's baseline within
