@@ -643,6 +643,7 @@ def _synced_accommodations(connection: Connection, pool: str | None) -> dg.Asset
                 dagster_run_id=context.run.run_id,
                 refused_accounts=refused,
                 accounts=frozenset(mapped.records.accounts),
+                awaiting_approval=report.awaiting_approval,
             ),
             metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
             check_results=[
@@ -657,9 +658,11 @@ def _synced_accommodations(connection: Connection, pool: str | None) -> dg.Asset
             ],
         )
         raise_if_unusable(report)
-        raise_if_blocked(report)
-        # The reservations' sync of the same run reports the refused accounts at the end.
+        # The reservations' sync of the same run reports the refused accounts and the held work
+        # at the end, so its stays are sent meanwhile.
         last = not _runs_in_same_run(context, keys.synced_reservations)
+        if last:
+            raise_if_blocked(report)
         _raise_for_problems(
             report, refused, last, lambda: _may_retry(context, service.retry_window_s)
         )
@@ -762,9 +765,14 @@ def _synced_reservations(
         yield dg.MaterializeResult(metadata=run_sync_metadata(report))
         yield from partition_check_events(context, results, _specs_by_key(context))
         raise_if_unusable(report)
-        raise_if_blocked(report)
-        if accommodations is not None and accommodations.dagster_run_id == context.run.run_id:
-            refused = {**accommodations.refused_accounts, **refused}
+        earlier = (
+            accommodations
+            if accommodations is not None and accommodations.dagster_run_id == context.run.run_id
+            else None
+        )
+        raise_if_blocked(report, earlier.awaiting_approval if earlier is not None else ())
+        if earlier is not None:
+            refused = {**earlier.refused_accounts, **refused}
         _raise_for_problems(
             report, refused, True, lambda: _may_retry(context, service.retry_window_s)
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from connector.contract import Entity
 from connector.plan import ReconcilePolicy
 from connector.records import DateWindow, MappedRecords
+from connector.safety.approvals import HeldWork
 
 
 @dataclass(frozen=True)
@@ -28,3 +29,6 @@ class SyncOutcome:
     # Accounts of the full accommodations export: proof that an account's export is present
     # even when a reservations window holds none of its stays.
     accounts: frozenset[str] = frozenset()
+    # Work the accommodations' sync held awaiting an approval: the run fails for it at its end,
+    # after the reservations (new bookings among them) were sent.
+    awaiting_approval: tuple[HeldWork, ...] = ()

@@ -352,6 +352,16 @@ def safety_metadata(report: SyncReport) -> dict[str, Any]:
         )
     if report.guard.changes:
         metadata["mass_change_guard"] = dg.MetadataValue.text(report.guard.message())
+    if report.awaiting_approval:
+        metadata["awaiting_approval"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "entity", "held", "records", "reason", "approve with"),
+                (
+                    (h.account_id, h.entity, h.action, h.records, h.reason, h.approval.run_config)
+                    for h in report.awaiting_approval[:SAMPLE_ROWS]
+                ),
+            )
+        )
     units = report.plan.units_with_stays
     if len(units):
         metadata["units_with_stays"] = dg.MetadataValue.md(

@@ -255,16 +255,18 @@ class SyncChecksResource(dg.ConfigurableResource):
     allow_mass_change: bool = Field(
         default=False,
         description=(
-            "Approve a push the mass-change guard holds back (many deactivations or "
-            "cancellations, or far fewer export rows than last time). Set it in the run config "
+            "Approve the changes the mass-change guard holds back (an account's many "
+            "deactivations or cancellations, or far fewer export rows than last time); volume "
+            "only, never a unit or property guests still stay in. Set it in the run config "
             "of the one run you approve: resources.sync_checks.config.allow_mass_change: true."
         ),
     )
     allow_deactivation_with_stays: bool = Field(
         default=False,
         description=(
-            "Deactivate units gone from the export although guests still stay in them (they "
-            "are held otherwise, spec §3). allow_mass_change approves this too."
+            "Deactivate units and properties gone from the export although guests still stay "
+            "in them (held otherwise, spec §3, and the step fails). The only approval that "
+            "releases them: resources.sync_checks.config.allow_deactivation_with_stays: true."
         ),
     )
     anomaly_history_runs: int = Field(

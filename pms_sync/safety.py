@@ -12,6 +12,7 @@ from connector.pipeline import SyncReport
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES, Outcome
 from connector.safety.anomalies import CurrentCounts, Severity, count_anomalies, history
+from connector.safety.approvals import HeldWork, approval_message
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table
 from pms_sync.resources import SnapshotResource, SyncChecksResource
 
@@ -103,15 +104,21 @@ def anomaly_result(
     )
 
 
-def raise_if_blocked(report: SyncReport) -> None:
-    """Fail the step when the mass-change guard withheld an account's push."""
-    if report.guard.blocked:
+def raise_if_blocked(report: SyncReport, earlier: tuple[HeldWork, ...] = ()) -> None:
+    """Fail the step when the run held work awaiting an approval (the kinds of change the
+    mass-change guard held, units or properties kept for their stays); everything else of the
+    run was sent and recorded before. ``earlier``: what an earlier step of the run held."""
+    held = (*earlier, *report.awaiting_approval)
+    if held:
         raise dg.Failure(
-            report.guard.message(),
+            approval_message(held, dagster=True),
             metadata={
                 "blocked_accounts": dg.MetadataValue.text(
-                    ", ".join(sorted(report.guard.blocked_accounts))
-                )
+                    ", ".join(sorted({item.account_id for item in held}))
+                ),
+                "approvals": dg.MetadataValue.text(
+                    ", ".join(sorted({item.approval.run_config for item in held}))
+                ),
             },
             allow_retries=False,
         )

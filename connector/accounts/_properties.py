@@ -19,7 +19,7 @@ deactivated with one ``PUT /properties/{account id}``, and reactivated when it c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -33,6 +33,7 @@ from connector.contract import AccommodationStatus, Entity
 from connector.errors import AuthenticationError, ServiceError
 from connector.plan import CHANGE_COLUMNS, Action, Plan, ReconcilePolicy, delivery_order
 from connector.records import MappedRecords
+from connector.safety.approvals import Approval, HeldWork
 from connector.safety.guard import (
     GuardRules,
     GuardVerdict,
@@ -326,13 +327,15 @@ def apply_properties(
     report: PropertyReport,
     directory: AccountDirectory | None,
     *,
-    blocked: Iterable[str],
+    held: Collection[tuple[str, str, str]],
     dry_run: bool,
 ) -> None:
-    """Send the report's planned changes (reactivations first) and set their outcomes."""
-    blocked = set(blocked)
-    for change in report.changes:
-        if change.outcome == PropertyOutcome.PLANNED and change.account_id in blocked:
+    """Send the report's planned changes (reactivations first) and set their outcomes.
+
+    ``held``: the kinds of change the mass-change guard holds back (``GuardVerdict.held``); a
+    property deactivation is one of its account's accommodation deactivations."""
+    for change in report.of(PropertyAction.DEACTIVATE, PropertyOutcome.PLANNED):
+        if (change.account_id, str(Entity.ACCOMMODATION), str(Action.DEACTIVATE)) in held:
             change.outcome = PropertyOutcome.BLOCKED
             change.message = "held back by the mass-change guard (approve with --allow-mass-change)"
     due = [c for c in report.changes if c.outcome == PropertyOutcome.PLANNED]
@@ -380,6 +383,21 @@ async def _send(
                 else:
                     change.outcome = PropertyOutcome.APPLIED
                     change.updated_sub_units = answer.updatedSubUnits
+
+
+def held_properties(report: PropertyReport) -> list[HeldWork]:
+    """The property deactivations held for their stays, as work awaiting that approval."""
+    return [
+        HeldWork(
+            change.account_id,
+            "property",
+            str(PropertyAction.DEACTIVATE),
+            1,
+            f"{change.stays} current or future stay(s) until {change.last_checkout}",
+            Approval.DEACTIVATION_WITH_STAYS,
+        )
+        for change in report.of(PropertyAction.DEACTIVATE, PropertyOutcome.HELD)
+    ]
 
 
 def status_records(report: PropertyReport, connection: str | None) -> list[PropertyStatusRecord]:

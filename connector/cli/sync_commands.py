@@ -10,7 +10,7 @@ Exit codes (docs/cli.md):
 | 2 | wrong usage of the command (click) |
 | 3 | completed, but not everything is confirmed at the service: changes dead-lettered, failed, held back or pending for the next run, answers that contradict what was sent, or reservations whose status may mean cancelled quarantined |
 | 4 | an account's token was refused (401): its push stopped, its changes are pending |
-| 5 | the mass-change guard held an account's push back (approve with --allow-mass-change) |
+| 5 | completed, work held awaiting an approval: kinds of change the mass-change guard held (--allow-mass-change), or units/properties guests still stay in (--allow-deactivation-with-stays) |
 | 6 | nothing usable: an entity's export has no rows, or every record of it is quarantined |
 
 With ``--json``, stdout carries exactly one JSON document whatever the outcome (errors
@@ -43,7 +43,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
 EXIT_AUTHENTICATION = 4
-EXIT_MASS_CHANGE = 5
+EXIT_HELD = 5  # completed, work held awaiting an approval
 EXIT_UNUSABLE = 6
 
 
@@ -103,8 +103,10 @@ _account_option = click.option(
 _allow_mass_change_option = click.option(
     "--allow-mass-change",
     is_flag=True,
-    help="Approve a push the mass-change guard holds back (many deactivations/cancellations, "
-    "or far fewer export rows than the last successful run).",
+    help="Approve the changes the mass-change guard holds back (an account's many "
+    "deactivations or cancellations, or far fewer export rows than the last successful run). "
+    "Volume only: units and properties guests still stay in need "
+    "--allow-deactivation-with-stays.",
 )
 _only_option = click.option(
     "--only",
@@ -137,8 +139,8 @@ _release_units_option = click.option(
     "--allow-deactivation-with-stays",
     "release_units",
     is_flag=True,
-    help="Deactivate units gone from the export even though guests still stay in them "
-    "(held otherwise; --allow-mass-change approves this too).",
+    help="Deactivate units and properties gone from the export even though guests still stay "
+    "in them (held otherwise, exit 5; the only approval that releases them).",
 )
 
 
@@ -371,8 +373,8 @@ def exit_code(report: Any) -> int:
         return EXIT_AUTHENTICATION
     if report.plan.unusable:
         return EXIT_UNUSABLE
-    if report.guard.blocked:
-        return EXIT_MASS_CHANGE
+    if report.guard.blocked or report.awaiting_approval:
+        return EXIT_HELD
     if report.push.dry_run:
         return EXIT_OK
     if not report.push.complete or report.push.disagreements or report.plan.status_findings:
@@ -399,6 +401,8 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
             err=as_json,
         )
     _warn_about_plan(report.plan)
+    if report.approval_message():
+        click.secho(report.approval_message(), fg="red", err=True)
     sys.exit(code)
 
 

@@ -459,22 +459,31 @@ class SafetySettings(StrictModel):
         ge=0,
         le=1,
         description="Per account and entity: deactivations or cancellations above this share of "
-        "the account's known (active) records stop the account's push, unless approved "
-        "(--allow-mass-change). Either limit trips the guard.",
+        "the account's known (active) records are held back, unless approved "
+        "(--allow-mass-change); the account's other changes are sent. Either limit trips the "
+        "guard, from min_records on.",
     )
     max_missing_records: int = Field(
         default=50,
         ge=0,
-        description="Per account and entity: more deactivations or cancellations than this stop "
-        "the account's push, whatever the share. Either limit trips the guard.",
+        description="Per account and entity: more deactivations or cancellations than this are "
+        "held back, whatever the share. Either limit trips the guard.",
     )
     max_row_drop: float = Field(
         default=0.3,
         ge=0,
         le=1,
         description="Per account and entity: an export with more than this share fewer records "
-        "than at the last successful run stops the account's push, unless approved. Not applied "
-        "to runs limited to a check-in window.",
+        "than at the last successful run holds back that entity's deactivations or "
+        "cancellations, unless approved. Not applied to runs limited to a check-in window.",
+    )
+    min_records: int = Field(
+        default=3,
+        ge=1,
+        description="Per account and entity: fewer deactivations or cancellations (or fewer "
+        "records gone from the export) than this never trip the guard, whatever the share, so "
+        "one villa of five or one room of 19 leaves without approval. An account whose rows "
+        "all vanished trips it at any size.",
     )
     export_settle_seconds: float = Field(
         default=2.0,

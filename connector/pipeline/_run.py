@@ -22,6 +22,7 @@ from connector.accounts import (
     AccountsReport,
     apply_properties,
     guard_properties,
+    held_properties,
     plan_properties,
     status_records,
     with_units_kept_inactive,
@@ -56,6 +57,12 @@ from connector.push import (
     push_plan,
 )
 from connector.records import DateWindow, MappedRecords
+from connector.safety.approvals import (
+    HeldWork,
+    approval_message,
+    held_by_guard,
+    held_for_stays,
+)
 from connector.safety.guard import (
     GuardRules,
     GuardVerdict,
@@ -83,7 +90,9 @@ class RunStatus:
     # may mean cancelled quarantined (the service does not know they are cancelled).
     INCOMPLETE = "incomplete"
     DISAGREED = "disagreed"  # every change acknowledged, but some answers contradicted it
-    BLOCKED = "blocked"  # the mass-change guard stopped an account's push (docs/safety-rails.md)
+    # Completed, work held awaiting an approval: kinds of change the mass-change guard held,
+    # or units and properties kept active for their guests' stays (docs/safety-rails.md).
+    BLOCKED = "blocked"
     UNUSABLE = "unusable"  # an entity's export gave nothing: no rows, or every one quarantined
     DRY_RUN = "dry_run"
 
@@ -112,6 +121,8 @@ class SyncReport:
     # The same records one by one (entity, account_id, record_id, checkin), so a report split
     # by check-in month counts each month's own (connector.pipeline._windowed_report).
     drift_open_rows: pd.DataFrame | None = None
+    # What was held back until an approval (connector.safety.approvals), each with its approval.
+    awaiting_approval: tuple[HeldWork, ...] = ()
 
     @property
     def held(self) -> int:
@@ -140,11 +151,21 @@ class SyncReport:
     @property
     def status(self) -> str:
         """The one word for the run; the most serious condition wins."""
+        return self._status(held=bool(self.awaiting_approval) or self.guard.blocked)
+
+    @property
+    def history_status(self) -> str:
+        """The status the run history keeps: ``blocked`` only when the guard held something
+        back. A run that held only deactivations for stays had its export accepted, so it
+        remains a baseline of the guard (an approved removal is not asked for again)."""
+        return self._status(held=self.guard.blocked)
+
+    def _status(self, held: bool) -> str:
         if self.push.dry_run:
             return RunStatus.DRY_RUN
         if self.plan.unusable:
             return RunStatus.UNUSABLE
-        if self.guard.blocked:
+        if held:
             return RunStatus.BLOCKED
         if not self.push.complete or self.accounts.properties.incomplete:
             return RunStatus.INCOMPLETE
@@ -185,6 +206,8 @@ class SyncReport:
             ],
             "held_back_total": len(self.push.held_back),
             "guard": self.guard.to_json_dict(),
+            "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
+            "approval_message": self.approval_message() or None,
             "outcomes": dict(self.outcomes),
             "requests": self.requests,
             "duration_s": round(self.duration_s, 3),
@@ -241,6 +264,10 @@ class SyncReport:
             },
             "drift": self.drift_json(),
         }
+
+    def approval_message(self, dagster: bool = False) -> str:
+        """What the run held and how to approve it ('' when it held nothing)."""
+        return approval_message(self.awaiting_approval, dagster)
 
     def drift_json(self) -> dict[str, Any]:
         """Drift found and healed by this run, and left open, per account (docs/drift.md)."""
@@ -510,12 +537,13 @@ def sync_batches(
     continues (or starts) the connection's full reconciliation pass instead, within the
     budget; the pass resumes in the next reconciling run.
 
-    The mass-change guard (``guard``, default thresholds when None) withholds every change of
-    an account over a limit unless ``allow_mass_change``; the report's status is then
-    ``blocked`` and ``report.guard.message()`` says why and how to approve. A unit that
-    guests still stay in is not deactivated unless ``release_units_with_stays`` or
-    ``allow_mass_change`` approves it. ``by_checkin`` keeps the reservations' counts per
-    check-in day too, so the report can be split by window (``connector.pipeline._windowed_report``).
+    The mass-change guard (``guard``, default thresholds when None) withholds the kinds of
+    change over a limit (an account's deactivations or cancellations) unless
+    ``allow_mass_change``; a unit or property that guests still stay in is not deactivated
+    unless ``release_units_with_stays``. Either way the report's status is ``blocked`` and
+    ``report.approval_message()`` says what was held and how to approve. ``by_checkin`` keeps
+    the reservations' counts per check-in day too, so the report can be split by window
+    (``connector.pipeline._windowed_report``).
 
     ``accounts``: the run covers these accounts of the connection only (``load_batches(accounts=)``
     kept their records): it locks, reconciles and compares with the guard's baseline within
@@ -525,7 +553,6 @@ def sync_batches(
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     today = today or date.today()
-    release = release_units_with_stays or allow_mass_change
     if accounts is not None:
         policy = replace(policy or ReconcilePolicy(), accounts=frozenset(map(str, accounts)))
     if not dry_run:
@@ -552,7 +579,7 @@ def sync_batches(
             force=force,
             today=today,
             urgency=settings.urgency,
-            release_units_with_stays=release,
+            release_units_with_stays=release_units_with_stays,
             resend=_resend_options(settings, passes),
             by_checkin=by_checkin,
         )
@@ -573,8 +600,6 @@ def sync_batches(
                 policy or ReconcilePolicy(),
                 settings.properties,
                 today=today,
-                # Only the explicit approval: a property deactivation is always a mass change,
-                # so --allow-mass-change alone must not also release its guests' stays.
                 release_with_stays=release_units_with_stays,
             )
             verdict = guard_properties(verdict, properties, snapshot, guard, plan.connection)
@@ -583,13 +608,11 @@ def sync_batches(
             _updates_first(_real_changes(plan.changes)), snapshot, limit=_SAMPLE
         )
         # Properties first: a reactivated property's units are updated after it.
-        apply_properties(
-            properties, discovery.directory, blocked=verdict.blocked_accounts, dry_run=dry_run
-        )
+        apply_properties(properties, discovery.directory, held=verdict.held, dry_run=dry_run)
         if not dry_run:
             # Recorded before the push: its writer thread owns the snapshot until it ends.
             snapshot.record_property_statuses(status_records(properties, plan.connection))
-        pushed = withhold_unreactivated(withhold(plan, verdict.blocked_accounts), properties)
+        pushed = withhold_unreactivated(withhold(plan, verdict.held), properties)
         senders = set() if dry_run else set(pushed.changes["account_id"].astype(str))
         tokens = discovery.token_source(settings.tokens, senders)
         client = ServiceClient(settings.client, tokens)
@@ -627,6 +650,11 @@ def sync_batches(
             unresolved=_unresolved_records(batches),
             drift_open=_drift_open(open_drift),
             drift_open_rows=open_drift,
+            awaiting_approval=(
+                *held_by_guard(verdict, plan),
+                *held_for_stays(plan),
+                *held_properties(properties),
+            ),
         )
         _record_run(snapshot, report)
     return report
@@ -771,7 +799,7 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
             finished_at=report.finished_at,
             dry_run=push.dry_run,
             requests=push.requests,
-            status=report.status,
+            status=report.history_status,
             counts=tuple(counts),
             connection=plan.connection,
         )

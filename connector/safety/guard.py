@@ -1,25 +1,29 @@
-"""The mass-change guard: a plan that would remove or lose too much of an account is not pushed.
+"""The mass-change guard: the removals of an account that would remove too much are not pushed.
 
 A truncated export, a PMS that exported one hotel instead of two, a filter typo: each reads as
 "these records are gone" and would deactivate units or cancel stays by the hundred. Before a
 push, per account and entity, the guard compares the plan with the snapshot and the run history:
 
-- **missing**: deactivations plus cancellations trip the guard when they are more than
-  ``max_missing_share`` of the account's known active records **or** more than
-  ``max_missing_records`` (whichever limit is lower for that account decides; defaults 5 % and
-  50). Zero such changes never trip it. A record whose rows are in the export but invalid is
-  not missing (it is quarantined and kept as acknowledged), so it is never counted here.
+- **missing**: the deactivations (accommodations) or the cancellations (reservations) trip the
+  guard when there are at least ``min_records`` of them (default 3) **and** they are more than
+  ``max_missing_share`` of the account's known active records of that entity or more than
+  ``max_missing_records`` (defaults 5 % and 50). One villa of five, one room of 19: sent; 40 %
+  of 300: held. A record whose rows are in the export but invalid is not missing (it is
+  quarantined and kept as acknowledged), so it is never counted here.
 - **row drop**: the export's records for the account (valid plus quarantined: an invalid
-  record is still a record of the export) trip it when
-  they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %),
-  an account of that run with no row at all in this export included. Skipped for
-  reservations of a run limited to a check-in window, whose row count depends on the window.
-  A run of some accounts of a connection (Dagster's account partitions) compares each of them
-  with its own last successful run; the other accounts are not part of the run.
+  record is still a record of the export) trip it when at least ``min_records`` are gone and
+  they are more than ``max_row_drop`` fewer than at the last successful run (default 30 %); an
+  account of that run with no row at all in this export trips it whatever its size. Skipped
+  for reservations of a run limited to a check-in window, whose row count depends on the
+  window. A run of some accounts of a connection (Dagster's account partitions) compares each
+  of them with its own last successful run; the other accounts are not part of the run.
 
-An account that trips either rule gets nothing pushed, in any entity of the run; the other
-accounts go ahead. ``allow_mass_change`` (CLI ``--allow-mass-change``, Dagster
-``sync_checks.allow_mass_change``) is the approval that sends the plan as it is.
+A rule that trips holds back only the kind of change it is about: the account's deactivations
+of that entity or its cancellations (a property deactivation counts as the account's
+deactivations). Creates and updates, other entities and other accounts go ahead.
+``allow_mass_change`` (CLI ``--allow-mass-change``, Dagster ``sync_checks.allow_mass_change``)
+is the approval that sends them; it approves volume only, never the deactivation of a unit or
+property guests still stay in (``connector.safety.approvals``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from enum import StrEnum
 import pandas as pd
 
 from connector.contract import Entity
-from connector.plan import Plan
+from connector.plan import Action, Plan
 from connector.records import DateWindow
 from connector.snapshot import SnapshotStore
 
@@ -46,8 +50,15 @@ APPROVAL_HINT = (
 
 
 class MassChangeRule(StrEnum):
-    MISSING = "missing"  # deactivations + cancellations against known records
+    MISSING = "missing"  # deactivations or cancellations against known records
     ROW_DROP = "row_drop"  # export rows against the last successful run
+
+
+REMOVAL_OF: dict[str, str] = {
+    str(Entity.ACCOMMODATION): str(Action.DEACTIVATE),
+    str(Entity.RESERVATION): str(Action.CANCEL),
+}
+"""The kind of change the guard holds back per entity: what a truncated export would send."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class GuardRules:
     max_missing_share: float = 0.05
     max_missing_records: int = 50
     max_row_drop: float = 0.3
+    min_records: int = 3  # fewer removals than this never trip: one room of a small hotel
 
     @classmethod
     def from_mapping(cls, mapping: object) -> GuardRules:
@@ -67,18 +79,25 @@ class GuardRules:
             max_missing_share=safety.max_missing_share,
             max_missing_records=safety.max_missing_records,
             max_row_drop=safety.max_row_drop,
+            min_records=safety.min_records,
         )
 
     def missing_trips(self, missing: int, known: int) -> bool:
-        """More than the share of known records, or more than the count: either trips."""
-        if missing <= 0:
+        """At least ``min_records``, and more than the share of known records or more than
+        the count."""
+        if missing <= 0 or missing < self.min_records:
             return False
         return missing > self.max_missing_records or missing > self.max_missing_share * known
 
     def row_drop_trips(self, rows: int, previous: int) -> bool:
+        """More than the share fewer, and at least ``min_records`` fewer unless none is left
+        (an account's whole export vanishing is suspicious at any size)."""
         if previous <= 0:
             return False
-        return (previous - rows) / previous > self.max_row_drop
+        dropped = previous - rows
+        if dropped < self.min_records and rows > 0:
+            return False
+        return dropped / previous > self.max_row_drop
 
 
 @dataclass(frozen=True)
@@ -92,15 +111,20 @@ class MassChange:
     base: int  # missing: known active records; row_drop: records at the last successful run
     rules: GuardRules
 
+    @property
+    def held_action(self) -> str:
+        """The kind of change this finding holds back (deactivate or cancel)."""
+        return REMOVAL_OF[self.entity]
+
     def describe(self) -> str:
         share = self.count / self.base if self.base else 1.0
         if self.rule == MassChangeRule.MISSING:
             verb = "deactivated" if self.entity == Entity.ACCOMMODATION else "cancelled"
             return (
                 f"account {self.account_id!r}: {self.count} of {self.base} known "
-                f"{self.entity} records would be {verb} ({share:.1%}; limit: more than "
-                f"{self.rules.max_missing_share:.0%} or more than "
-                f"{self.rules.max_missing_records} records)"
+                f"{self.entity} records would be {verb} ({share:.1%}; limit: at least "
+                f"{self.rules.min_records} and more than {self.rules.max_missing_share:.0%} or "
+                f"more than {self.rules.max_missing_records} records)"
             )
         drop = 1 - share
         return (
@@ -116,12 +140,20 @@ class GuardVerdict:
     allowed: bool = False  # approved: pushed anyway
 
     @property
+    def held(self) -> frozenset[tuple[str, str, str]]:
+        """(account, entity, action) held back: the kinds of change over a limit."""
+        if self.allowed:
+            return frozenset()
+        return frozenset((c.account_id, c.entity, c.held_action) for c in self.changes)
+
+    @property
     def blocked_accounts(self) -> frozenset[str]:
-        return frozenset() if self.allowed else frozenset(c.account_id for c in self.changes)
+        """Accounts with a kind of change held back (their other changes are sent)."""
+        return frozenset(account for account, _, _ in self.held)
 
     @property
     def blocked(self) -> bool:
-        return bool(self.blocked_accounts)
+        return bool(self.held)
 
     def message(self) -> str:
         if not self.changes:
@@ -129,16 +161,24 @@ class GuardVerdict:
         listed = "; ".join(change.describe() for change in self.changes)
         if self.allowed:
             return f"mass change approved (--allow-mass-change): {listed}"
-        accounts = ", ".join(repr(a) for a in sorted(self.blocked_accounts))
+        kinds = ", ".join(
+            f"the {entity} {'deactivations' if action == Action.DEACTIVATE else 'cancellations'}"
+            f" of account {account!r}"
+            for account, entity, action in sorted(self.held)
+        )
         return (
-            f"mass-change guard: {listed}. Nothing was pushed for account(s) {accounts}; "
-            f"this looks like a truncated or partial export. {APPROVAL_HINT}."
+            f"mass-change guard: {listed}. Held back: {kinds}; this looks like a truncated "
+            f"or partial export. {APPROVAL_HINT}."
         )
 
     def to_json_dict(self) -> dict[str, object]:
         return {
             "allowed": self.allowed,
             "blocked_accounts": sorted(self.blocked_accounts),
+            "held": [
+                {"account_id": account, "entity": entity, "action": action}
+                for account, entity, action in sorted(self.held)
+            ],
             "changes": [
                 {
                     "account_id": c.account_id,
@@ -176,12 +216,16 @@ def evaluate(
     return GuardVerdict(changes=tuple(found), allowed=allow)
 
 
-def withhold(plan: Plan, accounts: Collection[str]) -> Plan:
-    """The plan without any change of these accounts (what is pushed when they are blocked)."""
-    if not accounts or not len(plan.changes):
+def withhold(plan: Plan, held: Collection[tuple[str, str, str]]) -> Plan:
+    """The plan without the changes of the held kinds, (account, entity, action) each."""
+    if not held or not len(plan.changes):
         return plan
-    keep = ~plan.changes["account_id"].isin(list(accounts))
-    return replace(plan, changes=plan.changes.loc[keep].reset_index(drop=True))
+    changes = plan.changes
+    kinds = pd.MultiIndex.from_frame(
+        changes[["account_id", "entity", "action"]].astype(str), names=None
+    )
+    keep = ~kinds.isin(list(held))
+    return replace(plan, changes=changes.loc[keep].reset_index(drop=True))
 
 
 def _missing(plan: Plan, snapshot: SnapshotStore, rules: GuardRules) -> list[MassChange]:

@@ -95,6 +95,7 @@ def test_a_property_with_upcoming_stays_is_held_unless_the_stays_are_approved(
     )
 
     [kept] = document(held)["properties"]["changes"]
+    assert (held.exit_code, document(held)["status"]) == (5, "blocked")  # work held
     assert (kept["outcome"], kept["stays"]) == ("held", 1)
     assert "--allow-deactivation-with-stays" in kept["message"]
     [sent] = document(released)["properties"]["changes"]

@@ -40,18 +40,22 @@ def test_an_export_that_lost_40_percent_of_its_rows_is_held_then_flagged_by_the_
     units.write([unit(n) for n in range(1, 11)], None)
     for _ in range(2):  # two ordinary nights of history
         assert materialize_units(units.folder.parent, resources).success
-    units.write([unit(n) for n in range(1, 7)], None)  # 4 of 10 rows gone
+    # 5 of 10 units gone, a new one arrives: the export has 40 % fewer rows.
+    units.write([*(unit(n) for n in range(1, 6)), unit(11)], None)
 
     blocked = materialize_units(units.folder.parent, resources)
 
     assert not blocked.success
     failure = next(e for e in blocked.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.event_specific_data.error.message
-    assert "4 of 10 known accommodation records would be deactivated (40.0%" in message
-    assert "allow_mass_change: true" in message
-    assert {u["resource"]["status"] for u in clean_sandbox.records("demo", "accommodation")} == {
-        "ACTIVE"
+    assert "5 of 10 known accommodation records would be deactivated (50.0%" in message
+    assert "resources.sync_checks.config.allow_mass_change: true" in message
+    # Only the deactivations are held: the new unit beside them was sent.
+    stored = {
+        u["id"]: u["resource"]["status"] for u in clean_sandbox.records("demo", "accommodation")
     }
+    assert set(stored.values()) == {"ACTIVE"}
+    assert "U11" in stored
 
     approved = materialize_units(
         units.folder.parent,
@@ -68,7 +72,7 @@ def test_an_export_that_lost_40_percent_of_its_rows_is_held_then_flagged_by_the_
         for u in clean_sandbox.records("demo", "accommodation")
         if u["resource"]["status"] == "INACTIVE"
     ]
-    assert len(inactive) == 4
+    assert len(inactive) == 5
 
 
 def test_the_anomaly_check_passes_on_an_ordinary_night_and_errors_when_nothing_is_acknowledged(

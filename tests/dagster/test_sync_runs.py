@@ -286,8 +286,7 @@ def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
     # March's and April's stays leave the export; the run covers April only, which now holds
     # no stay at all (the account is known from the units export).
     hotel.write(UNITS, future[2:], reservations_on_missing="cancel_future")
-    # One of three known stays cancelled is a mass change for the guard: approve this run.
-    resources = {**resources, "sync_checks": SyncChecksResource(allow_mass_change=True)}
+    # One of three known stays cancelled: fewer than the guard's min_records, no approval.
     defs = build_definitions(hotel.folder.parent, resources)
     result = run(defs, "2027-04")
 
@@ -318,9 +317,9 @@ def test_a_partition_keeps_a_stay_that_broke_or_moved_and_cancels_only_what_left
     )
     resources = {
         **resources,
-        # One bad row in four is above the blocking check's 1 %; one cancellation in four is a
-        # mass change: this run approves both.
-        "sync_checks": SyncChecksResource(max_quarantine_share=0.5, allow_mass_change=True),
+        # One bad row in four is above the blocking check's 1 %: this run accepts it (one
+        # cancellation in four is fewer than the guard's min_records: no approval needed).
+        "sync_checks": SyncChecksResource(max_quarantine_share=0.5),
     }
     result = run(build_definitions(hotel.folder.parent, resources), "2027-04")
 
@@ -624,3 +623,42 @@ def test_every_metadata_key_a_run_shows_is_documented(
 
     assert {"dead_letter_top_reasons", "quarantine_sample", "anomaly_counts"} <= shown
     assert sorted(key for key in shown if f"`{key}`" not in guide) == []
+
+
+def test_a_unit_with_stays_is_held_under_allow_mass_change_and_released_by_its_own_approval(
+    hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
+) -> None:
+    stay = [booking(1, date(2027, 3, 10), unit_number=3)]
+    hotel.write(UNITS, stay)
+    assert run(build_definitions(hotel.folder.parent, resources), "2027-03").success
+    # Unit 3 leaves the export, its guest still arrives in March; a new guest books unit 1.
+    hotel.write(UNITS[:2], [*stay, booking(2, date(2027, 3, 20), unit_number=1)])
+    volume_only = {**resources, "sync_checks": SyncChecksResource(allow_mass_change=True)}
+
+    held = run(build_definitions(hotel.folder.parent, volume_only), "2027-03")
+
+    assert not held.success
+    # The run fails at its end: the new booking was sent before.
+    assert stays(clean_sandbox) == {"B1", "B2"}
+    failure = next(e for e in held.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.step_key == "hotel__synced_reservations"
+    message = failure.event_specific_data.error.message
+    assert "guests still stay in U3" in message
+    assert "resources.sync_checks.config.allow_deactivation_with_stays: true" in message
+    assert "awaiting_approval" in metadata(held, "synced_accommodations")
+    status = {
+        r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "accommodation")
+    }
+    assert status["U3"] == "ACTIVE"
+
+    stays_approved = {
+        **resources,
+        "sync_checks": SyncChecksResource(allow_deactivation_with_stays=True),
+    }
+    released = run(build_definitions(hotel.folder.parent, stays_approved), "2027-03")
+
+    assert released.success
+    status = {
+        r["id"]: r["resource"]["status"] for r in clean_sandbox.records("demo", "accommodation")
+    }
+    assert status["U3"] == "INACTIVE"

@@ -89,7 +89,9 @@ def test_removing_a_unit_from_a_full_export_sends_one_deactivation(
     gone = source[Entity.ACCOMMODATION].pop()
 
     # One of three units is a mass change for the guard (docs/safety-rails.md): approved here.
-    report = sync_batches(batches_of(source), settings, allow_mass_change=True)
+    report = sync_batches(
+        batches_of(source), settings, allow_mass_change=True, release_units_with_stays=True
+    )
     again = sync_batches(batches_of(source), settings)
 
     assert report.counts["deactivate"] == 1

@@ -68,7 +68,13 @@ def test_a_fault_storm_converges_to_the_source_and_costs_a_bounded_number_of_req
             source.edit(rng, changes=rng.randrange(10, 30))
         batches, policy = load_batches(source.write(folder))
         for attempt in range(1, MAX_RUNS_PER_ROUND + 1):
-            report = sync_batches(batches, settings, policy=policy, allow_mass_change=True)
+            report = sync_batches(
+                batches,
+                settings,
+                policy=policy,
+                allow_mass_change=True,
+                release_units_with_stays=True,
+            )
             runs += 1
             if attempt == 1:
                 changed += sum(n for action, n in report.counts.items() if action != "skip")
@@ -93,7 +99,9 @@ def test_a_fault_storm_converges_to_the_source_and_costs_a_bounded_number_of_req
         if any(found.values()):
             break
     clean_sandbox.set_faults()
-    final = sync_batches(batches, settings, policy=policy, allow_mass_change=True)
+    final = sync_batches(
+        batches, settings, policy=policy, allow_mass_change=True, release_units_with_stays=True
+    )
 
     per_record = requests / changed
     report_summary(

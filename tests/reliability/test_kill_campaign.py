@@ -53,7 +53,14 @@ def test_a_sync_killed_at_random_points_then_rerun_always_leaves_exactly_the_sou
         "PMS_SYNC_SNAPSHOT": str(snapshot),
         "PMS_SYNC_CONCURRENCY": "2",
     }
-    command = ["sync", str(mapping), "--json", "--allow-mass-change"]  # edits remove records
+    # Edits remove records, units with stays among them: both approvals.
+    command = [
+        "sync",
+        str(mapping),
+        "--json",
+        "--allow-mass-change",
+        "--allow-deactivation-with-stays",
+    ]
     settings = load_settings(env=env)
     # 10 ms per request: the push of a run lasts about as long as reading and diffing it.
     clean_sandbox.set_faults(latency_ms=10)
@@ -89,13 +96,17 @@ def test_a_sync_killed_at_random_points_then_rerun_always_leaves_exactly_the_sou
             assert returncode == 0, log.read_text()
             finished_before_kill += 1  # not a kill: the run is verified all the same
         batches, policy = load_batches(mapping)
-        rerun = sync_batches(batches, settings, policy=policy, allow_mass_change=True)
+        rerun = sync_batches(
+            batches, settings, policy=policy, allow_mass_change=True, release_units_with_stays=True
+        )
         found = differences(clean_sandbox, batches)
         if not rerun.push.complete or any(found.values()):
             problems.append(f"run {runs} (kill after {delay:.2f} s): {rerun.outcomes} {found}")
         resent += len(rerun.push.disagreements)  # the service already held that content
     batches, policy = load_batches(mapping)
-    final = sync_batches(batches, settings, policy=policy, allow_mass_change=True)
+    final = sync_batches(
+        batches, settings, policy=policy, allow_mass_change=True, release_units_with_stays=True
+    )
 
     report_summary(
         "kill",

@@ -156,7 +156,9 @@ def test_any_sequence_of_source_edits_synced_run_by_run_converges_the_sandbox(
     for changes in [0, *edits]:
         source.edit(rng, changes)
         batches, policy = load_batches(source.write(folder / "export"))
-        report = sync_batches(batches, settings_, policy=policy, allow_mass_change=True)
+        report = sync_batches(
+            batches, settings_, policy=policy, allow_mass_change=True, release_units_with_stays=True
+        )
 
         assert report.push.complete
         assert differences(clean_sandbox, batches) == {

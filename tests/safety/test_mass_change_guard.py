@@ -40,6 +40,10 @@ def test_an_export_truncated_to_half_its_rows_pushes_nothing_until_approved(
     report = document(blocked)
     assert report["status"] == "blocked"
     assert report["guard"]["blocked_accounts"] == ["demo"]
+    assert report["guard"]["held"] == [
+        {"account_id": "demo", "entity": "accommodation", "action": "deactivate"},
+        {"account_id": "demo", "entity": "reservation", "action": "cancel"},
+    ]
     message = blocked.stderr
     # Every missing unit still has 2031 stays at the service: held (spec §3), not deactivated.
     assert report["counts"]["deactivate"] == 0
@@ -51,8 +55,25 @@ def test_an_export_truncated_to_half_its_rows_pushes_nothing_until_approved(
     units = clean_sandbox.records("demo", "accommodation")
     assert {u["resource"]["status"] for u in units} == {"ACTIVE"}
 
-    approved = pms_sync(
+    volume_only = pms_sync(
         clean_sandbox, state, "sync", str(export.mapping), "--allow-mass-change", "--json"
+    )
+
+    # The volume is approved; the guests' units need their own approval.
+    assert volume_only.exit_code == 5
+    assert [i["approval"] for i in document(volume_only)["awaiting_approval"]] == [
+        "deactivation_with_stays"
+    ]
+    assert sync_requests(clean_sandbox) == sent
+
+    approved = pms_sync(
+        clean_sandbox,
+        state,
+        "sync",
+        str(export.mapping),
+        "--allow-mass-change",
+        "--allow-deactivation-with-stays",
+        "--json",
     )
 
     assert approved.exit_code == 0, approved.output

@@ -1,15 +1,21 @@
-"""The trust rules end to end (docs/safety-rails.md, issue 13): a record present in the export
-but invalid is never treated as gone, a unit with upcoming stays is not deactivated without
-approval, and a run that got nothing usable says so. Real CLI runs against the sandbox."""
+"""The trust rules end to end (docs/safety-rails.md, issues 13 and 36): a record present in the
+export but invalid is never treated as gone, a unit or property with upcoming stays is not
+deactivated without the stays approval (the mass-change approval is not it) and its run exits
+5, and a run that got nothing usable says so. Real CLI runs against the sandbox."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
-from connector.sandbox.testing import SandboxHandle
+from connector.sandbox.testing import SandboxHandle, many_accounts_config, running_sandbox
+from tests.accounts.chain import ChainExport, hotel
+from tests.accounts.chain import booking as chain_booking
+from tests.accounts.chain import pms_sync as chain_sync
+from tests.accounts.chain import unit as chain_unit
 from tests.dagster.exports import Export, booking, unit
 from tests.safety.cli_runs import document, pms_sync, sync_requests
 
@@ -114,7 +120,8 @@ def test_a_unit_with_upcoming_stays_is_held_until_approved_and_its_past_is_no_ob
     sent = sync_requests(clean_sandbox)
 
     plan = pms_sync(clean_sandbox, state, "plan", str(export.mapping), "--json")
-    synced = sync(clean_sandbox, state, export, "--allow-mass-change")
+    volume_only = sync(clean_sandbox, state, export, "--allow-mass-change")
+    synced = sync(clean_sandbox, state, export, "--allow-deactivation-with-stays")
 
     held = document(plan)["units_with_stays"]
     assert held == [
@@ -128,8 +135,20 @@ def test_a_unit_with_upcoming_stays_is_held_until_approved_and_its_past_is_no_ob
     ]
     assert document(plan)["counts"]["deactivate"] == 2  # a past stay and a cancelled one
     assert document(plan)["held"] == 1
-    # --allow-mass-change approves the whole plan, the held unit included.
-    assert synced["counts"]["deactivate"] == 3
+    # --allow-mass-change approves volume only (3 of 4 units gone): the guests' unit is held,
+    # the run exits 5 and names the one approval that releases it.
+    assert (volume_only["exit"], volume_only["status"]) == (5, "blocked")
+    assert volume_only["counts"]["deactivate"] == 2
+    [item] = volume_only["awaiting_approval"]
+    assert (item["entity"], item["records"], item["flag"]) == (
+        "accommodation",
+        1,
+        "--allow-deactivation-with-stays",
+    )
+    assert "guests still stay in U1" in volume_only["stderr"]
+    assert "approve with --allow-deactivation-with-stays" in volume_only["stderr"]
+    # The volume was approved above and that run is the guard's baseline now.
+    assert (synced["exit"], synced["counts"]["deactivate"]) == (0, 1)
     assert sync_requests(clean_sandbox) == sent + 3
     assert unit_status(clean_sandbox, "U1") == "INACTIVE"
 
@@ -147,8 +166,15 @@ def test_a_held_unit_is_released_by_its_own_flag_without_approving_anything_else
     held = sync(clean_sandbox, state, export)
     released = sync(clean_sandbox, state, export, "--allow-deactivation-with-stays")
 
-    assert (held["exit"], held["counts"]["deactivate"], held["held"]) == (0, 0, 1)
+    assert (held["exit"], held["status"], held["counts"]["deactivate"], held["held"]) == (
+        5,
+        "blocked",
+        0,
+        1,
+    )
     assert "unit demo/U40 held, not deactivated: 1 stay(s) until" in held["stderr"]
+    assert held["guard"]["changes"] == []  # one unit of 40: no mass change
+    assert [i["approval"] for i in held["awaiting_approval"]] == ["deactivation_with_stays"]
     assert unit_status(clean_sandbox, "U40") == "INACTIVE"
     assert (released["exit"], released["counts"]["deactivate"]) == (0, 1)
     assert released["units_with_stays"][0]["released"] is True
@@ -341,3 +367,46 @@ def test_answers_that_contradict_the_request_make_the_run_disagreed_with_exit_3(
     assert again["disagreements_total"] == 2
     assert {d["record_id"] for d in again["disagreements"]} == {"U1", "U2"}
     assert all(d["request_id"] for d in again["disagreements"])
+
+
+@pytest.fixture(scope="module")
+def hotels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHandle]:
+    """A sandbox of three hotels under one Open API client (external ids HOTEL-001…)."""
+    with running_sandbox(tmp_path_factory.mktemp("hotels"), many_accounts_config(3)) as handle:
+        yield handle
+
+
+def test_a_property_with_stays_is_held_under_the_mass_change_approval_and_the_run_exits_5(
+    hotels: SandboxHandle, tmp_path: Path
+) -> None:
+    hotels.reset()
+    export = ChainExport(tmp_path / "chain")
+    rooms = [chain_unit(hotel(n), k) for n in (1, 2) for k in (1, 2)]
+    stays = [chain_booking(hotel(2), 1, days_from_today=3), chain_booking(hotel(1), 2, 5)]
+    chain_sync(hotels, tmp_path, "sync", "--json", str(export.write(rooms, stays)))
+    export.write(rooms[:2], stays[1:])  # hotel 2 leaves the export; its guest arrives in 3 days
+
+    held = chain_sync(
+        hotels, tmp_path, "sync", "--json", "--allow-mass-change", str(export.mapping)
+    )
+
+    report = document(held)
+    assert (held.exit_code, report["status"]) == (5, "blocked")
+    [item] = report["awaiting_approval"]
+    assert (item["account_id"], item["entity"], item["action"], item["flag"]) == (
+        "acc-002",
+        "property",
+        "deactivate",
+        "--allow-deactivation-with-stays",
+    )
+    assert "1 current or future stay(s)" in item["reason"]
+    assert "approve with --allow-deactivation-with-stays" in held.stderr
+    assert hotels.health()["inactiveProperties"] == []
+
+    released = chain_sync(
+        hotels, tmp_path, "sync", "--json", "--allow-deactivation-with-stays", str(export.mapping)
+    )
+
+    assert released.exit_code == 0, released.stderr
+    assert [c["outcome"] for c in document(released)["properties"]["changes"]] == ["applied"]
+    assert hotels.health()["inactiveProperties"] == ["acc-002"]
