@@ -47,7 +47,10 @@ def open_duckdb(
     a command's ``--json`` document. The setting is the connection's own (DuckDB refuses it
     as a global option); its cursors inherit it.
     """
-    config = {"memory_limit": memory_limit(), **settings}
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": memory_limit(),
+        **settings,
+    }
     connection = duckdb.connect(database, read_only=read_only, config=config)
     connection.execute("SET enable_progress_bar = false")
     return connection

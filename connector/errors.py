@@ -6,6 +6,9 @@ secret value: callers pass values through :func:`connector.secrets.mask_value` f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Self
+
 
 class PmsSyncError(Exception):
     """Base of every error raised by pms-sync."""
@@ -41,7 +44,7 @@ class MappingError(PmsSyncError):
         super().__init__(f"{prefix}{message}{suffix}")
 
     @classmethod
-    def listing(cls, problems: list[MappingError], what: str = "problems") -> MappingError:
+    def listing(cls, problems: Sequence[Self], what: str = "problems") -> Self:
         """One error for several problems of one file, each on its own line, in line order."""
         if len(problems) == 1:
             return problems[0]

@@ -132,7 +132,12 @@ def known_secrets() -> frozenset[str]:
     return _registry
 
 
-_CONTROL_NAMES = {"\r": "carriage return", "\n": "line feed", "\t": "tab", "\x00": "nul"}
+_CONTROL_NAMES: dict[str, str] = {
+    "\r": "carriage return",
+    "\n": "line feed",
+    "\t": "tab",
+    "\x00": "nul",
+}
 
 
 def checked_secret(
@@ -160,6 +165,7 @@ def checked_secret(
             continue
         where = f"{setting}, account {account!r}" if account is not None else setting
         name = _CONTROL_NAMES.get(character) or unicodedata.name(character, "control character")
+        assert name is not None  # unicodedata.name's default is a str
         raise ConfigError(
             f"{where}: the value holds U+{ord(character):04X} ({name.lower()}) inside it, and "
             "a credential is visible characters only; remove it where the value is set (the "

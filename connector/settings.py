@@ -166,11 +166,11 @@ def load_settings(
             renew_margin_s=_float(env, "PMS_SYNC_RENEW_MARGIN", DEFAULT_RENEW_MARGIN_S) or 0.0,
         ),
         properties=PropertyPolicy(
-            offboard=_flag(env, "PMS_SYNC_OFFBOARD_PROPERTIES", True),
+            offboard=flag_setting(env, "PMS_SYNC_OFFBOARD_PROPERTIES", True),
             update_sub_units=(
                 update_sub_units
                 if update_sub_units is not None
-                else _flag(env, "PMS_SYNC_UPDATE_SUB_UNITS", True)
+                else flag_setting(env, "PMS_SYNC_UPDATE_SUB_UNITS", True)
             ),
         ),
         refresh=refresh_policy(client, refresh, refresh_max, env),
@@ -213,7 +213,9 @@ def _secret(env: Mapping[str, str], name: str, *, secret: bool = True) -> str | 
     return checked_secret(env.get(name), name, secret=secret) or None
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+def flag_setting(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """An on/off setting, read alike by the CLI and Dagster: unset or blank is ``default``,
+    anything but true/false, on/off, yes/no or 1/0 a ConfigError naming the variable."""
     raw = env.get(name, "").strip().lower()
     if not raw:
         return default

@@ -38,8 +38,13 @@ _PARTITION_TAG = "dagster/partition"
 _ACCOUNT_PARTITION_TAG = f"dagster/partition/{ACCOUNT_DIMENSION}"
 
 
+def accounts_partitions_name(connection: Connection) -> str:
+    """The name of the connection's dynamic partitions of accounts (and of its sensor)."""
+    return f"{connection.name}_accounts"
+
+
 def accounts_definition(connection: Connection) -> dg.DynamicPartitionsDefinition:
-    return dg.DynamicPartitionsDefinition(name=f"{connection.name}_accounts")
+    return dg.DynamicPartitionsDefinition(name=accounts_partitions_name(connection))
 
 
 def reservation_partitions_of(
@@ -120,7 +125,7 @@ def run_accounts(
     if first == last:
         return frozenset({first})
     # A range of accounts: the dynamic partitions between them, in the order they were added.
-    keys = instance.get_dynamic_partitions(accounts_definition(connection).name)
+    keys = instance.get_dynamic_partitions(accounts_partitions_name(connection))
     if first not in keys or last not in keys:
         raise dg.Failure(
             f"the run's accounts {first!r} to {last!r} are not both partitions of "
@@ -155,7 +160,7 @@ def per_account_requests(
 
 def registered_accounts(instance: dg.DagsterInstance, connection: Connection) -> list[str]:
     """The connection's account partitions, in the order they were added."""
-    return list(instance.get_dynamic_partitions(accounts_definition(connection).name))
+    return list(instance.get_dynamic_partitions(accounts_partitions_name(connection)))
 
 
 def no_accounts_yet(connection: Connection) -> dg.SkipReason:
@@ -170,7 +175,7 @@ def register_accounts(
     instance: dg.DagsterInstance, connection: Connection, accounts: set[str]
 ) -> list[str]:
     """Add the accounts that are not partitions yet; the added ones, sorted."""
-    name = accounts_definition(connection).name
+    name = accounts_partitions_name(connection)
     new = sorted(set(accounts) - set(instance.get_dynamic_partitions(name)))
     if new:
         instance.add_dynamic_partitions(name, new)
@@ -201,7 +206,7 @@ def build_accounts_sensor(connection: Connection) -> dg.SensorDefinition | None:
                 f"{connection.path.name} takes its accounts from the export: materialize "
                 f"{connection.name}/accounts to add them"
             )
-        known = set(context.instance.get_dynamic_partitions(definition.name))
+        known = set(context.instance.get_dynamic_partitions(accounts_partitions_name(connection)))
         new = sorted(declared - known)
         if not new:
             return dg.SkipReason(f"every account of {connection.path.name} is a partition")

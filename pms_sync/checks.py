@@ -13,6 +13,7 @@ the sync's own report in ``pms_sync/assets.py``.
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -70,7 +71,7 @@ def _per_month(
 def _quarantine_check(
     key: dg.AssetKey, partitions: dg.PartitionsDefinition | None
 ) -> dg.AssetChecksDefinition:
-    options = {
+    options: dict[str, Any] = {
         "asset": key,
         "name": CHECK_QUARANTINE,
         "blocking": True,
@@ -83,8 +84,8 @@ def _quarantine_check(
         ),
     }
     if partitions is not None:
-
-        @dg.asset_check(**options)
+        # Dagster's stub types a check as returning one result; this one yields one per month.
+        @dg.asset_check(**options)  # type: ignore[arg-type]
         def quarantine_below_threshold_per_month(
             context: dg.AssetCheckExecutionContext,
             mapped: MappedBatch,
@@ -144,7 +145,7 @@ def _quarantine_result(
 def _cancellations_check(
     key: dg.AssetKey, partitions: dg.PartitionsDefinition
 ) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]
         asset=key,
         name=CHECK_CANCELLATIONS,
         partitions_def=partitions,
@@ -275,7 +276,7 @@ def _unit_ids_check(
     pool: str | None,
 ) -> dg.AssetChecksDefinition:
     keys = connection_keys(connection.name)
-    options = {
+    options: dict[str, Any] = {
         "asset": keys.mapped_reservations,
         "name": CHECK_UNIT_IDS,
         "partitions_def": partitions,
@@ -287,7 +288,7 @@ def _unit_ids_check(
     }
     if has_accommodations:
 
-        @dg.asset_check(
+        @dg.asset_check(  # type: ignore[arg-type]
             **options,
             additional_ins={
                 "accommodations": dg.AssetIn(
@@ -305,7 +306,7 @@ def _unit_ids_check(
 
         return unit_ids_known
 
-    @dg.asset_check(**options)
+    @dg.asset_check(**options)  # type: ignore[arg-type]
     def unit_ids_known_from_snapshot(
         context: dg.AssetCheckExecutionContext, mapped: MappedBatch, snapshot: SnapshotResource
     ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:

@@ -76,7 +76,8 @@ def load_connection(path: Path) -> Connection:
     from connector.mapping import load_mapping
 
     mapping = load_mapping(path)
-    return Connection(name=dagster_name(mapping.name), path=path, mapping=mapping)
+    # load_mapping names a connection after its file when the file names none.
+    return Connection(name=dagster_name(mapping.name or path.stem), path=path, mapping=mapping)
 
 
 def discover(folder: Path) -> list[Connection]:

@@ -7,6 +7,8 @@ written back where the mapping declares. Exists for connections whose mapping ha
 ``links:`` section. The function calls ``connector.links`` and turns its report into metadata.
 """
 
+from typing import Any
+
 import dagster as dg
 from pydantic import Field
 
@@ -92,7 +94,7 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
     return dg.Definitions(assets=[guest_links])
 
 
-def links_metadata(report: LinksReport) -> dict[str, object]:
+def links_metadata(report: LinksReport) -> dict[str, Any]:
     pending = report.pending_by_urgency
     return masked_metadata(
         {

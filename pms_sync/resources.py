@@ -25,7 +25,13 @@ from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.secrets import checked_secret
-from connector.settings import SyncSettings, load_settings, load_tokens_file, open_api_settings
+from connector.settings import (
+    SyncSettings,
+    flag_setting,
+    load_settings,
+    load_tokens_file,
+    open_api_settings,
+)
 from connector.snapshot import (
     LockScope,
     Snapshot,
@@ -340,23 +346,24 @@ def default_resources(state_dir: Path | None = None) -> dict[str, object]:
 def default_open_api(base_url: str) -> OpenApiResource:
     """The Open API client from PMS_SYNC_CLIENT_ID / PMS_SYNC_CLIENT_SECRET (EnvVars, never
     shown), else the local sandbox's published demo client, else none configured."""
-    flags = {
-        "offboard_properties": os.environ.get("PMS_SYNC_OFFBOARD_PROPERTIES", "on").lower()
-        not in ("0", "false", "no", "off"),
-        "update_sub_units": os.environ.get("PMS_SYNC_UPDATE_SUB_UNITS", "true").lower()
-        not in ("0", "false", "no", "off"),
-    }
+    # The CLI's parser: a value it refuses ("disabled") is a configuration error here too.
+    offboard = flag_setting(os.environ, "PMS_SYNC_OFFBOARD_PROPERTIES", True)
+    update_sub_units = flag_setting(os.environ, "PMS_SYNC_UPDATE_SUB_UNITS", True)
     if os.environ.get("PMS_SYNC_CLIENT_ID"):
         return OpenApiResource(
             client_id=dg.EnvVar("PMS_SYNC_CLIENT_ID"),
             client_secret=_env_or("PMS_SYNC_CLIENT_SECRET", None),
             base_url=os.environ.get("PMS_SYNC_OPENAPI_URL") or None,
-            **flags,
+            offboard_properties=offboard,
+            update_sub_units=update_sub_units,
         )
-    if base_url == DEFAULT_BASE_URL:
-        client_id, secret = SANDBOX_CLIENT
-        return OpenApiResource(client_id=client_id, client_secret=secret, **flags)
-    return OpenApiResource(**flags)
+    client_id, secret = SANDBOX_CLIENT if base_url == DEFAULT_BASE_URL else (None, None)
+    return OpenApiResource(
+        client_id=client_id,
+        client_secret=secret,
+        offboard_properties=offboard,
+        update_sub_units=update_sub_units,
+    )
 
 
 class SourcesResource(dg.ConfigurableResource):

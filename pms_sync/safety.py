@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import dagster as dg
 import pandas as pd
 
@@ -40,7 +42,7 @@ def current_counts(report: SyncReport, entity: str) -> list[CurrentCounts]:
     counts: list[CurrentCounts] = []
     for account in plan.accounts:
         actions = plan.counts_by(Entity(entity), account)
-        outcomes = push.by_account.get((entity, account), {})
+        outcomes = push.by_account.get((entity, account), Counter())
         rows = plan.extracted[
             (plan.extracted["entity"] == entity) & (plan.extracted["account_id"] == account)
         ]

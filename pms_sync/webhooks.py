@@ -6,6 +6,8 @@ service's configurations are created, updated or deleted until they match it (a 
 materialization changes nothing). Exists for connections whose mapping names a webhooks file.
 """
 
+from typing import Any
+
 import dagster as dg
 
 from connector.plan import render_value
@@ -46,7 +48,7 @@ def build_webhooks_definitions(connection: Connection) -> dg.Definitions:
     return dg.Definitions(assets=[webhooks])
 
 
-def webhooks_metadata(report: WebhooksReport) -> dict[str, object]:
+def webhooks_metadata(report: WebhooksReport) -> dict[str, Any]:
     counts = report.plan.counts
     rows = [
         (

@@ -107,6 +107,6 @@ def _masked_json(text: str) -> str:
 def mask_standard_streams() -> None:
     """Replace sys.stdout and sys.stderr by masking writers (once)."""
     if not isinstance(sys.stdout, MaskingWriter):
-        sys.stdout = MaskingWriter(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = MaskingWriter(sys.stdout)
     if not isinstance(sys.stderr, MaskingWriter):
-        sys.stderr = MaskingWriter(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = MaskingWriter(sys.stderr)

@@ -54,8 +54,8 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     ApiError,
 )
 
-_SYNC_SECURITY = [{"syncTokenHeader": []}, {"bearerToken": []}, {}]
-_OPENAPI_SECURITY = [{"bearerToken": []}]
+_SYNC_SECURITY: list[dict[str, list[str]]] = [{"syncTokenHeader": []}, {"bearerToken": []}, {}]
+_OPENAPI_SECURITY: list[dict[str, list[str]]] = [{"bearerToken": []}]
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:

@@ -249,7 +249,9 @@ def _error(mapping: Mapping, message: str, member: MemberPath) -> MappingError:
 
 
 def _adapter(info: FieldInfo) -> TypeAdapter[Any]:
-    annotation = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    annotation: Any = (
+        Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    )
     return TypeAdapter(annotation, config=ConfigDict(strict=True, allow_inf_nan=False))
 
 

@@ -303,7 +303,7 @@ def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
         # Credentials never go into the file: it names an environment variable instead.
         written = "${PMS_DB_URL}"
     elif parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        database = _relative(Path(parsed.database), folder)  # type: ignore[arg-type]
+        database = _relative(Path(parsed.database), folder)
         written = parsed.set(database=database).render_as_string(hide_password=False)
     tables: list[ExportTable] = []
     try:

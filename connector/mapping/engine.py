@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import duckdb
 import pandas as pd
@@ -45,7 +45,7 @@ from connector.sources import Source, open_source
 from connector.sources.base import create_text_table, quote_identifier, sql_literal
 from connector.sources.files import FileState
 
-ValidatedPayloads = pa.Table | Callable[[pa.Array | None], pa.Table | None]
+ValidatedPayloads: TypeAlias = pa.Table | Callable[[pa.Array | None], pa.Table | None]
 """The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed,
 given the ids of the records to map (None: all): a run whose every record is carried over by
 fingerprint reads none, one that maps 1 % of them reads theirs."""

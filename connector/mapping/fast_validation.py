@@ -125,7 +125,7 @@ def _as_typed_dicts(node: Any) -> Any:
     if kind == "function-before" and node["function"]["function"] is formats._whole_number:
         # Subset: 2.0 for an integer goes to the contract model, which makes it 2.
         return _as_typed_dicts(inner)
-    if kind == "model":
+    if kind == "model" and isinstance(inner, Mapping):
         fields = inner["fields"]
         return {
             "type": "typed-dict",

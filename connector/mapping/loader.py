@@ -192,11 +192,11 @@ def _member_path(location: tuple[str | int, ...], data: Any) -> Path_:
     path: list[str | int] = []
     node = data
     for step in location:
-        if (isinstance(node, dict) and step in node) or (
-            isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        if (isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)) or (
+            isinstance(node, dict) and step in node
         ):
             path.append(step)
-            node = node[step]
+            node = node[step]  # type: ignore[index]  # a list's step is an int: checked above
         elif (
             isinstance(node, dict)
             and isinstance(step, str)

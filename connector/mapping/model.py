@@ -239,9 +239,9 @@ def fields_model(contract: type[BaseModel]) -> type[BaseModel]:
     for name, info in contract.model_fields.items():
         shape, sub = field_shape(info.annotation)
         if shape == _OBJECT:
-            annotation: Any = fields_model(sub)  # type: ignore[arg-type]
+            annotation: Any = fields_model(sub)
         elif shape == _OBJECT_LIST:
-            item_model = fields_model(sub)  # type: ignore[arg-type]
+            item_model = fields_model(sub)
             rows_model = create_model(
                 f"{sub.__name__}Rows",  # type: ignore[union-attr]
                 __base__=RowsBlock,

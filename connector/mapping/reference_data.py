@@ -131,7 +131,7 @@ CURRENCY_SYMBOLS: dict[str, str] = {
 MONTH_NAMES: dict[str, int] = {}
 """Month names and abbreviations in English, German, French, Spanish, Italian and Dutch."""
 
-_MONTHS_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
+_MONTHS_BY_LANGUAGE: dict[str, list[str]] = {
     "en": [
         "january",
         "february",

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import RESOURCES, Entity
@@ -179,7 +180,7 @@ class _Quarantine:
         )
 
 
-def _describe(problem: dict[str, Any]) -> tuple[str, str, Any]:
+def _describe(problem: ErrorDetails) -> tuple[str, str, Any]:
     """The field path, the reason and the offending value of one pydantic error."""
     path = ".".join(str(part) for part in problem["loc"])
     value = problem.get("input")

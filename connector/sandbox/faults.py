@@ -210,8 +210,7 @@ class FaultInjector:
             for kind in Misbehaviour:
                 rate = settings.misbehaviour_rates.get(kind, 0.0)
                 if draw < rate:
-                    fault = _misbehaving(kind) if sync_webhook else None
-                    return FaultDecision(latency_s, fault)
+                    return FaultDecision(latency_s, _misbehaving(kind) if sync_webhook else None)
                 draw -= rate
             return FaultDecision(latency_s, None)
 

@@ -433,11 +433,11 @@ def _webhooks_item(state: SandboxState) -> Handler:
             return Response(status_code=204)
         if state.store.webhook(owner, webhook_id) is None:
             return missing
-        config = _validated_webhook(await request.body())
-        if isinstance(config, Response):
-            return config
-        state.store.replace_webhook(owner, webhook_id, config)
-        return JSONResponse(_stored(webhook_id, config))
+        replacement = _validated_webhook(await request.body())
+        if isinstance(replacement, Response):
+            return replacement
+        state.store.replace_webhook(owner, webhook_id, replacement)
+        return JSONResponse(_stored(webhook_id, replacement))
 
     return _requires_access_token(state, item)
 

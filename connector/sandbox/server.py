@@ -225,8 +225,9 @@ class BackgroundServer(ThreadedServer):
 
     def __init__(self, config: SandboxConfig, data_path: Path, host: str, port: int) -> None:
         exposure_warning(host, config)  # the same rule as the CLI: beyond loopback, a token
-        super().__init__(build_server(config, data_path, access_log=False, host=host), host, port)
+        self._sandbox_server = build_server(config, data_path, access_log=False, host=host)
+        super().__init__(self._sandbox_server, host, port)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        self._server.sandbox_state.shutting_down = True
+        self._sandbox_server.sandbox_state.shutting_down = True
         super().stop(timeout_s)

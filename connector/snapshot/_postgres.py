@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pandas as pd
@@ -957,7 +957,8 @@ def _frame(result: sa.CursorResult[Any]) -> pd.DataFrame:
     if description is None:
         return frame
     for position, column in enumerate(description):
-        frame.isetitem(position, _typed(frame.iloc[:, position], column.type_code))
+        # PEP 249: a description row is (name, type_code, ...); psycopg's type_code is an OID.
+        frame.isetitem(position, _typed(frame.iloc[:, position], cast(int, column[1])))
     return frame
 
 

@@ -146,7 +146,7 @@ def insert_frames(
 
 
 def text_frame(
-    rows: list[Sequence[Any]], columns: Sequence[str], null_values: set[str]
+    rows: Sequence[Sequence[Any]], columns: Sequence[str], null_values: set[str]
 ) -> pd.DataFrame:
     """A frame of text values (None for missing) from Python rows of any cell types."""
     data = {

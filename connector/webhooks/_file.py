@@ -245,7 +245,7 @@ def _as_webhooks_error(error: MappingError) -> WebhooksFileError:
         WebhooksFileError(p.message, file=p.file, line=p.line, member=p.member)
         for p in error.problems
     ]
-    return WebhooksFileError.listing(problems)  # type: ignore[return-value]
+    return WebhooksFileError.listing(problems)
 
 
 def webhooks_schema() -> dict[str, Any]:

@@ -97,18 +97,18 @@ def plan_webhooks(desired: WebhooksFile, current: list[StoredWebhookConfig]) -> 
             by_name[stored.name] = stored
     wanted = {spec.name: spec.to_config() for spec in desired.webhooks}
     for name, config in wanted.items():
-        stored = by_name.get(name)
-        if stored is None:
+        existing = by_name.get(name)
+        if existing is None:
             plan.changes.append(
                 WebhookChange(
                     WebhookAction.CREATE, name, None, _differences({}, _members(config)), config
                 )
             )
             continue
-        differences = _differences(_members(_comparable(stored)), _members(config))
+        differences = _differences(_members(_comparable(existing)), _members(config))
         if differences:
             plan.changes.append(
-                WebhookChange(WebhookAction.UPDATE, name, stored.id, differences, config)
+                WebhookChange(WebhookAction.UPDATE, name, existing.id, differences, config)
             )
         else:
             plan.unchanged.append(name)
