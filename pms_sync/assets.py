@@ -712,7 +712,7 @@ def _synced_reservations(
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
         accommodations: SyncOutcome | None = None,
-    ) -> Iterator[dg.MaterializeResult]:
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckEvaluation | dg.Output]:
         window = window_of(context.partition_time_window)
         if mapped.window != window:
             raise dg.Failure(
@@ -729,8 +729,8 @@ def _synced_reservations(
         if accommodations is not None and mapped.policy.accounts is None:
             # The plan reconciles only accounts present in its batch; a month whose stays all
             # left the export holds none, so take the accounts of the full units export too.
-            scope = accommodations.accounts | frozenset(mapped.records.accounts)
-            mapped = replace(mapped, policy=replace(mapped.policy, accounts=scope))
+            accounts = accommodations.accounts | frozenset(mapped.records.accounts)
+            mapped = replace(mapped, policy=replace(mapped.policy, accounts=accounts))
         report = _guarded_sync(
             context, connection, mapped, service, snapshot, sync_checks, by_checkin=True
         )
