@@ -40,17 +40,19 @@ from connector.mapping.loop_sections import EventsSettings, LinksSettings
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("", "NULL", "null", "N/A", "n/a")
 
 _NULL_VALUES_HELP = (
-    'Cell texts read as a missing value, in addition to the defaults ("", NULL, null, N/A, '
-    "n/a) unless default_null_values is false."
+    'Cell texts read as a missing value (e.g. "0000-00-00 00:00:00"), in addition to the '
+    'defaults ("", NULL, null, N/A, n/a) unless default_null_values is false. A text that is '
+    "empty or only blanks is always missing."
 )
 _DEFAULT_NULLS_HELP = (
     'Whether the default null texts ("", NULL, null, N/A, n/a) count as missing too; false: '
-    "only null_values do."
+    "only null_values and blank texts do."
 )
 
 
 class NullTexts(StrictModel):
-    """Which cell texts of a file input are missing values."""
+    """Which cell texts of an input are missing values (a database value counts by the text
+    a CSV export of it would hold)."""
 
     null_values: list[str] = Field(default_factory=list, description=_NULL_VALUES_HELP)
     default_null_values: StrictBool = Field(default=True, description=_DEFAULT_NULLS_HELP)
@@ -107,8 +109,9 @@ class XlsxInput(NullTexts):
     )
 
 
-class SqlInput(StrictModel):
-    """A table or query of a database reached through SQLAlchemy."""
+class SqlInput(NullTexts):
+    """A table or query of a database reached through SQLAlchemy; its values are read as the
+    text a CSV export of them would hold, so null_values apply alike."""
 
     type: Literal["sql"] = "sql"
     url: str = Field(
