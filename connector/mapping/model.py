@@ -118,8 +118,16 @@ class SqlInput(NullTexts):
         description="SQLAlchemy URL; write it as ${ENV_VAR} so credentials stay out of the file."
     )
     table: str | None = None
-    query: str | None = Field(default=None, description="SELECT with :name bound parameters.")
-    params: dict[str, Scalar] = Field(default_factory=dict)
+    query: str | None = Field(
+        default=None,
+        description="SELECT with :name bind parameters, their values given in params; "
+        "${ENV_VAR} is refused here (write :name and put ${ENV_VAR} in params).",
+    )
+    params: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="Values of the query's :name bind parameters, bound by the database "
+        "driver, never pasted into the SQL; a value may be ${ENV_VAR}.",
+    )
     cursor: str | None = Field(
         default=None,
         description="Incremental cursor column (e.g. updated_at): when the caller passes a "

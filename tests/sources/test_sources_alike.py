@@ -20,8 +20,9 @@ import pytest
 import sqlalchemy as sa
 
 from connector.contract import Entity
+from connector.errors import MappingError
 from connector.mapping import load_mapping, map_records
-from connector.sources import SqlSource
+from connector.sources import SqlSource, open_source
 from tests.sources.test_sql_sources import MARIADB_URL, POSTGRES_URL, _unavailable
 
 ZERO_DATE = "0000-00-00 00:00:00"
@@ -246,3 +247,82 @@ def test_a_database_reads_blank_text_and_its_null_values_as_missing(sqlite_url: 
         ("R2", None, None, None, 2),
         ("R3", None, None, None, 3),
     ]
+
+
+INJECTION = "R1' OR '1'='1"
+
+
+def _query_mapping(folder: Path, query_input: str) -> Path:
+    mapping = folder / "mapping.yaml"
+    mapping.write_text(f"account: {{constant: demo}}\n{query_input}\n{ENTITIES}")
+    return mapping
+
+
+def _rows_read(mapping: Path) -> int:
+    loaded = load_mapping(mapping)
+    source = open_source("bookings", loaded.inputs["bookings"], mapping.parent)
+    with duckdb.connect() as connection:
+        return source.load_into(connection, "t")
+
+
+@pytest.mark.parametrize(
+    "database",
+    [
+        "sqlite_url",
+        pytest.param("postgres_url", marks=pytest.mark.postgres),
+        pytest.param("mariadb_url", marks=pytest.mark.mariadb),
+    ],
+)
+def test_a_value_reaches_the_query_as_a_bind_parameter_never_as_sql_text(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALIKE_DB_URL", request.getfixturevalue(database))
+    monkeypatch.setenv("ALIKE_CODE", INJECTION)
+    bound = _query_mapping(
+        tmp_path,
+        "inputs:\n"
+        "  bookings:\n"
+        "    type: sql\n"
+        '    url: "${ALIKE_DB_URL}"\n'
+        "    query: SELECT * FROM bookings WHERE code = :code\n"
+        '    params: {code: "${ALIKE_CODE}"}',
+    )
+    assert _rows_read(bound) == 0  # the whole value is one code, which no row has
+    monkeypatch.setenv("ALIKE_CODE", "R1")
+    assert _rows_read(bound) == 1
+
+    monkeypatch.setenv("ALIKE_CODE", INJECTION)
+    pasted = _query_mapping(
+        tmp_path,
+        "inputs:\n"
+        "  bookings:\n"
+        "    type: sql\n"
+        '    url: "${ALIKE_DB_URL}"\n'
+        "    query: SELECT * FROM bookings WHERE code = '${ALIKE_CODE}'",
+    )
+    with pytest.raises(MappingError):
+        _rows_read(pasted)  # pasted, the value would have read every row
+
+
+def test_a_reference_in_query_text_is_refused_at_load_showing_the_params_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOTEL_CODE", "BER")
+    mapping = _query_mapping(
+        tmp_path,
+        "inputs:\n"
+        "  bookings:\n"
+        "    type: sql\n"
+        "    url: sqlite:///pms.sqlite\n"
+        "    query: |\n"
+        "      SELECT * FROM bookings\n"
+        "      WHERE hotel = '${HOTEL_CODE}'",
+    )
+    with pytest.raises(MappingError) as refused:
+        load_mapping(mapping)
+    message = str(refused.value)
+    assert "inputs.bookings.query" in message
+    assert "mapping.yaml:6:" in message
+    shown = ':hotel_code in the query and give its value in params: {hotel_code: "${HOTEL_CODE}"}'
+    assert shown in message
+    assert "BER" not in message
