@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import sqlalchemy as sa
 from pydantic import (
     BaseModel,
     Discriminator,
@@ -139,6 +140,21 @@ class SqlInput(NullTexts):
     def _table_or_query(self) -> SqlInput:
         if (self.table is None) == (self.query is None):
             raise ValueError("an sql input needs exactly one of table or query")
+        # Checked when the mapping is loaded, as SQLAlchemy will read the query's :names.
+        wanted = set(sa.text(self.query).compile().params) if self.query is not None else set()
+        missing = sorted(wanted - set(self.params))
+        if missing:
+            listed = ", ".join(f"{name}: ..." for name in missing)
+            raise ValueError(
+                f"the query's bind parameters {', '.join(':' + n for n in missing)} have no "
+                f"value; give them in params: {{{listed}}}"
+            )
+        unused = sorted(set(self.params) - wanted)
+        if unused:
+            raise ValueError(
+                f"params {', '.join(unused)} are not bind parameters of a query "
+                f"(written :name in query:)"
+            )
         return self
 
 

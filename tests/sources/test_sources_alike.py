@@ -326,3 +326,31 @@ def test_a_reference_in_query_text_is_refused_at_load_showing_the_params_form(
     shown = ':hotel_code in the query and give its value in params: {hotel_code: "${HOTEL_CODE}"}'
     assert shown in message
     assert "BER" not in message
+
+
+@pytest.mark.parametrize(
+    ("query_and_params", "said"),
+    [
+        (
+            "query: SELECT * FROM bookings WHERE code = :code AND unit = :unit\n"
+            "    params: {code: R1}",
+            "the query's bind parameters :unit have no value; give them in params: {unit: ...}",
+        ),
+        (
+            "query: SELECT * FROM bookings WHERE code = :code\n    params: {code: R1, unit: U1}",
+            "params unit are not bind parameters of a query",
+        ),
+        ("table: bookings\n    params: {code: R1}", "params code are not bind parameters"),
+    ],
+)
+def test_params_and_the_query_s_bind_parameters_must_match_at_load(
+    tmp_path: Path, query_and_params: str, said: str
+) -> None:
+    mapping = _query_mapping(
+        tmp_path,
+        f"inputs:\n  bookings:\n    type: sql\n    url: sqlite:///pms.sqlite\n    {query_and_params}",
+    )
+    with pytest.raises(MappingError) as refused:
+        load_mapping(mapping)
+    assert said in str(refused.value)
+    assert "inputs.bookings" in str(refused.value)
