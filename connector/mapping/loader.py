@@ -90,6 +90,8 @@ class _Builder:
         return value
 
     def _resolve_env(self, text: str, path: Path_, line: int) -> str:
+        _refuse_reference_in_query(text, path, self.file, line)
+
         def replace(match: re.Match[str]) -> str:
             name, fallback = match.group(1), match.group(2)
             value = os.environ.get(name)
@@ -109,6 +111,26 @@ class _Builder:
             return value
 
         return _ENV_REFERENCE.sub(replace, text)
+
+
+def _refuse_reference_in_query(text: str, path: Path_, file: str, line: int) -> None:
+    """An SQL input's query text takes no ${ENV_VAR}: a value pasted into SQL can change which
+    rows are read (``' OR '1'='1``). It goes to params:, bound by the database driver."""
+    if len(path) != 3 or path[0] != "inputs" or path[2] != "query":
+        return
+    found = _ENV_REFERENCE.search(text)
+    if found is None:
+        return
+    variable = found.group(1)
+    parameter = variable.lower()
+    raise MappingError(
+        f"${{{variable}}} in a query's text is refused: a value pasted into SQL can change which "
+        f"rows are read; write a bind parameter :{parameter} in the query and give its value "
+        f'in params: {{{parameter}: "${{{variable}}}"}}',
+        file=file,
+        line=line,
+        member=".".join(str(part) for part in path),
+    )
 
 
 def _indent(line: str) -> int:

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import sqlalchemy as sa
 from pydantic import (
     BaseModel,
     Discriminator,
@@ -40,17 +41,19 @@ from connector.mapping.loop_sections import EventsSettings, LinksSettings
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("", "NULL", "null", "N/A", "n/a")
 
 _NULL_VALUES_HELP = (
-    'Cell texts read as a missing value, in addition to the defaults ("", NULL, null, N/A, '
-    "n/a) unless default_null_values is false."
+    'Cell texts read as a missing value (e.g. "0000-00-00 00:00:00"), in addition to the '
+    'defaults ("", NULL, null, N/A, n/a) unless default_null_values is false. A text that is '
+    "empty or only blanks is always missing."
 )
 _DEFAULT_NULLS_HELP = (
     'Whether the default null texts ("", NULL, null, N/A, n/a) count as missing too; false: '
-    "only null_values do."
+    "only null_values and blank texts do."
 )
 
 
 class NullTexts(StrictModel):
-    """Which cell texts of a file input are missing values."""
+    """Which cell texts of an input are missing values (a database value counts by the text
+    a CSV export of it would hold)."""
 
     null_values: list[str] = Field(default_factory=list, description=_NULL_VALUES_HELP)
     default_null_values: StrictBool = Field(default=True, description=_DEFAULT_NULLS_HELP)
@@ -107,16 +110,25 @@ class XlsxInput(NullTexts):
     )
 
 
-class SqlInput(StrictModel):
-    """A table or query of a database reached through SQLAlchemy."""
+class SqlInput(NullTexts):
+    """A table or query of a database reached through SQLAlchemy; its values are read as the
+    text a CSV export of them would hold, so null_values apply alike."""
 
     type: Literal["sql"] = "sql"
     url: str = Field(
         description="SQLAlchemy URL; write it as ${ENV_VAR} so credentials stay out of the file."
     )
     table: str | None = None
-    query: str | None = Field(default=None, description="SELECT with :name bound parameters.")
-    params: dict[str, Scalar] = Field(default_factory=dict)
+    query: str | None = Field(
+        default=None,
+        description="SELECT with :name bind parameters, their values given in params; "
+        "${ENV_VAR} is refused here (write :name and put ${ENV_VAR} in params).",
+    )
+    params: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="Values of the query's :name bind parameters, bound by the database "
+        "driver, never pasted into the SQL; a value may be ${ENV_VAR}.",
+    )
     cursor: str | None = Field(
         default=None,
         description="Incremental cursor column (e.g. updated_at): when the caller passes a "
@@ -128,6 +140,21 @@ class SqlInput(StrictModel):
     def _table_or_query(self) -> SqlInput:
         if (self.table is None) == (self.query is None):
             raise ValueError("an sql input needs exactly one of table or query")
+        # Checked when the mapping is loaded, as SQLAlchemy will read the query's :names.
+        wanted = set(sa.text(self.query).compile().params) if self.query is not None else set()
+        missing = sorted(wanted - set(self.params))
+        if missing:
+            listed = ", ".join(f"{name}: ..." for name in missing)
+            raise ValueError(
+                f"the query's bind parameters {', '.join(':' + n for n in missing)} have no "
+                f"value; give them in params: {{{listed}}}"
+            )
+        unused = sorted(set(self.params) - wanted)
+        if unused:
+            raise ValueError(
+                f"params {', '.join(unused)} are not bind parameters of a query "
+                f"(written :name in query:)"
+            )
         return self
 
 

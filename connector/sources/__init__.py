@@ -58,6 +58,7 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             query=spec.query,
             params=spec.params,
             cursor=spec.cursor,
+            null_values=spec.missing_texts,
             chunk_size=spec.chunk_size,
             base_dir=base_dir,
         )

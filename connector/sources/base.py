@@ -91,6 +91,24 @@ def sql_literal(value: str | bool | int | list[str]) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+BLANKS = " \t\n\r\f\v\u00a0"
+"""The characters a text made only of is blank: missing, in every source."""
+
+
+def text_column_sql(column: str) -> str:
+    """The select-list entry of a text column, blank text read as missing: a CSV's empty
+    field, an XLSX cell of spaces and a database's '' are the same missing value. Plain SQL
+    over the column, so that it costs a scan, not a Python call per value."""
+    quoted = quote_identifier(column)
+    # Only a text that starts with a blank (or is empty: '' < '!') can be blank; the byte
+    # comparison spares the regular expression nearly every value.
+    blank = (
+        f"({quoted} < '!' OR starts_with({quoted}, {sql_literal(BLANKS[-1])})) "
+        f"AND regexp_full_match({quoted}, {sql_literal('[' + BLANKS + ']*')})"
+    )
+    return f"CASE WHEN {blank} THEN NULL ELSE {quoted} END AS {quoted}"
+
+
 def create_text_table(
     connection: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str]
 ) -> None:
@@ -135,10 +153,12 @@ def insert_frames(
             # The source numbered its rows itself (it skipped blank ones).
             chunk[ROW_COLUMN] = numbers.to_numpy()
         total += len(chunk)
+        texts = ", ".join(text_column_sql(column) for column in columns)
         connection.register("_pms_sync_chunk", chunk)
         try:
             connection.execute(
-                f"INSERT INTO {quote_identifier(table)} SELECT * FROM _pms_sync_chunk"
+                f"INSERT INTO {quote_identifier(table)} "
+                f"SELECT {texts}, {SOURCE_COLUMN}, {ROW_COLUMN} FROM _pms_sync_chunk"
             )
         finally:
             connection.unregister("_pms_sync_chunk")
@@ -157,11 +177,17 @@ def text_frame(
 
 
 def to_text(value: Any, null_values: set[str] | frozenset[str] = frozenset()) -> str | None:
-    """The text form of a cell: what a CSV export of the same value would contain."""
+    """The text form of a cell: what a CSV export of the same value would contain; None when
+    that text is one of ``null_values``, as a CSV reader reads it."""
+    text = _text_form(value)
+    return None if text is None or text in null_values else text
+
+
+def _text_form(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return None if value in null_values else value
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value != value:  # NaN

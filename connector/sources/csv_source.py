@@ -28,6 +28,7 @@ from connector.sources.base import (
     insert_frames,
     quote_identifier,
     sql_literal,
+    text_column_sql,
 )
 from connector.sources.csv_structure import CsvStructure, scan_csv
 from connector.sources.files import resolve_files
@@ -330,7 +331,7 @@ class CsvSource(Source):
     def _select_file(self, path: Path, columns: list[str], **options: Any) -> str:
         """SELECT of the file's columns and its name as ``_src``, read by DuckDB with this
         input's options (``options`` added), as literals: a view cannot take parameters."""
-        names = ", ".join(quote_identifier(column) for column in columns)
+        names = ", ".join(text_column_sql(column) for column in columns)
         settings = self._duckdb_options(columns) | options
         arguments = ", ".join(f"{key} := {sql_literal(value)}" for key, value in settings.items())
         return (

@@ -40,6 +40,7 @@ class SqlSource(Source):
         query: str | None = None,
         params: dict[str, Any] | None = None,
         cursor: str | None = None,
+        null_values: list[str] | tuple[str, ...] = ("",),
         chunk_size: int = 50_000,
         base_dir: Path | None = None,
     ) -> None:
@@ -52,6 +53,7 @@ class SqlSource(Source):
         self.query = query
         self.params = dict(params or {})
         self.cursor = cursor
+        self.null_values = set(null_values)
         self.chunk_size = chunk_size
         self._engine: Engine | None = None
 
@@ -115,7 +117,7 @@ class SqlSource(Source):
                     sa.text(sql), params
                 )
                 while rows := result.fetchmany(self.chunk_size):
-                    yield label, text_frame(rows, columns, set())
+                    yield label, text_frame(rows, columns, self.null_values)
         except SQLAlchemyError as error:
             raise SourceError(
                 f"cannot read from {safe_url(self.url)}: {_first_line(error)}", source=self.name
