@@ -298,6 +298,7 @@ async def push_plan_async(
 ) -> PushResult:
     options = options or PushOptions(concurrency=client.config.concurrency)
     stop = stop or RunStop(options.budget.max_duration_s)
+    stop.pushing = True  # a signal from here on stops gracefully, it no longer interrupts
     result = PushResult(dry_run=dry_run)
     started = time.monotonic()
     if dry_run or not len(plan.changes):
