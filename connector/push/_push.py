@@ -466,7 +466,7 @@ async def _push_phase(
     async def worker() -> None:
         for change in changes:
             if stop.requested:
-                _settle(result, change, Outcome.PENDING)
+                _left_by_stop(result, change)
                 progress.advance()
                 return
             if not gate.take():
@@ -505,9 +505,18 @@ async def _push_phase(
 
     workers = [worker() for _ in range(min(options.concurrency, count) or 1)]
     await stop.run_workers(workers, grace_s=client.config.read_timeout)
-    for change in changes:  # left by a stop: pending for the next run
-        _settle(result, change, Outcome.PENDING)
+    for change in changes:  # left by a stop
+        _left_by_stop(result, change)
         progress.advance()
+
+
+def _left_by_stop(result: PushResult, change: _Change) -> None:
+    """A change a stop left unsent: pending, or dropped if only an optional re-send (as a
+    budget drops it: not owed, the next run selects it again)."""
+    if change.reason in OPTIONAL_REASONS:
+        result.resend_dropped[change.reason] += 1
+    else:
+        _settle(result, change, Outcome.PENDING)
 
 
 def _unanswered(

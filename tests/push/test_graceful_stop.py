@@ -210,3 +210,24 @@ def test_max_duration_is_the_runs_deadline_the_push_stops_cleanly_at_it(
     assert 0 < acknowledged < len(source)
     assert service.count() == acknowledged
     _converges(service, mapping, acknowledged, source)
+
+
+@pytest.mark.slow
+def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, env = _setup(service, snapshot_file, tmp_path, monkeypatch)
+    first = _start(mapping, env)
+    first.communicate(timeout=60)
+    assert first.returncode == 0
+    service.set_faults(latency_ms=200)  # the pass re-sends every record: ≈ 5 s
+    run = _start(mapping, env, "--reconcile", "--max-duration", "2")
+    out, err = run.communicate(timeout=60)
+
+    # Re-sends are not owed: what the deadline left, the next reconciliation resumes.
+    assert run.returncode == 0, err.decode()[-2000:]
+    document = _document(out)
+    assert document["status"] == "succeeded"
+    assert document["outcomes"]["pending"] == 0
+    assert sum(document["resend"]["dropped_by_budget"].values()) > 0
+    assert document["resend"]["acknowledged"]["reconcile"] > 0
