@@ -220,8 +220,8 @@ def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
     first = _start(mapping, env)
     first.communicate(timeout=60)
     assert first.returncode == 0
-    service.set_faults(latency_ms=200)  # the pass re-sends every record: ≈ 5 s
-    run = _start(mapping, env, "--reconcile", "--max-duration", "2")
+    service.set_faults(latency_ms=400)  # the pass re-sends every record: ≈ 10 s
+    run = _start(mapping, env, "--reconcile", "--max-duration", "5")
     out, err = run.communicate(timeout=60)
 
     # Re-sends are not owed: what the deadline left, the next reconciliation resumes.
