@@ -13,7 +13,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -113,7 +113,7 @@ class RunStop:
                 signal.signal(number, handler)
 
     @contextlib.asynccontextmanager
-    async def attached(self) -> Any:
+    async def attached(self) -> AsyncIterator[RunStop]:
         """On the push's event loop: requests wake it, and the deadline requests a stop."""
         self._loop = asyncio.get_running_loop()
         self._requested, self._forced = asyncio.Event(), asyncio.Event()
