@@ -120,3 +120,7 @@ class MassChangeError(PmsSyncError):
 
 class PlanFileError(PmsSyncError):
     """A plan file cannot be applied: stale against the snapshot, edited, or not a plan file."""
+
+
+class RunStopped(PmsSyncError):
+    """SIGTERM or SIGINT arrived before the push started: the run ended, nothing was sent."""

@@ -30,6 +30,7 @@ environment variable, else from the default:
 | rolling refresh: share of acknowledged records re-sent per run (``7d``, ``15%``, ``0.15``, ``off``) | PMS_SYNC_REFRESH | ``7d`` for a remote service, off for a loopback one (docs/drift.md) |
 | refresh requests per run at most (``none``: no cap) | PMS_SYNC_REFRESH_MAX | the hourly rate-limit window's limit (5,000 documented); none without windows |
 | refresh past stays too (1/0) | PMS_SYNC_REFRESH_PAST | 0 |
+| the run's deadline, seconds (``0``, ``none``, ``off``: none) | PMS_SYNC_MAX_DURATION | 21600 (6 h) |
 """
 
 from __future__ import annotations
@@ -56,10 +57,17 @@ from connector.client import (
     Window,
     default_event_loop,
     effective_windows,
+    parse_max_duration,
     parse_windows,
 )
 from connector.errors import ConfigError
-from connector.plan import DEFAULT_REMOTE_REFRESH_DAYS, RefreshPolicy, UrgencyPolicy, parse_share
+from connector.plan import (
+    DEFAULT_REMOTE_REFRESH_DAYS,
+    Budget,
+    RefreshPolicy,
+    UrgencyPolicy,
+    parse_share,
+)
 from connector.push import PushOptions
 from connector.secrets import (
     checked_secret,
@@ -112,6 +120,7 @@ def load_settings(
     update_sub_units: bool | None = None,
     refresh: str | None = None,
     refresh_max: int | None = None,
+    max_duration: str | float | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables, then defaults."""
@@ -148,11 +157,18 @@ def load_settings(
     except ValueError as error:
         raise ConfigError(f"PMS_SYNC_URGENT_DAYS: {error}") from error
     snapshot_path = snapshot_location(snapshot or env.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT)
+    where = "--max-duration" if max_duration is not None else "PMS_SYNC_MAX_DURATION"
+    try:
+        deadline = parse_max_duration(
+            max_duration if max_duration is not None else env.get("PMS_SYNC_MAX_DURATION")
+        )
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}") from error
     return SyncSettings(
         client=client,
         tokens=tokens,
         snapshot_path=snapshot_path,
-        push=PushOptions(concurrency=concurrency),
+        push=PushOptions(concurrency=concurrency, budget=Budget(max_duration_s=deadline)),
         urgency=urgency,
         open_api=open_api_settings(
             client_id=checked_secret(client_id, "--client-id", secret=False)

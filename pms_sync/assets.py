@@ -377,7 +377,7 @@ def _guarded_sync(
     cannot be reached is retried within ``service.retry_window_s`` (nothing was sent), any
     other error of pms-sync (configuration, snapshot) is not retried at all."""
     try:
-        return _sync(context, connection, batch, service, snapshot, sync_checks, by_checkin)
+        report = _sync(context, connection, batch, service, snapshot, sync_checks, by_checkin)
     except ServiceUnreachableError as error:
         may_retry, elapsed = _may_retry(context, service.retry_window_s)
         later = (
@@ -386,6 +386,26 @@ def _guarded_sync(
         raise dg.Failure(masked_text(f"{error}{later}"), allow_retries=may_retry) from error
     except PmsSyncError as error:
         raise dg.Failure(masked_text(str(error)), allow_retries=False) from error
+    if report.push.interrupted:
+        raise dg.Failure(masked_text(stopped_message(report)), allow_retries=False)
+    return report
+
+
+def stopped_message(report: SyncReport) -> str:
+    """Why a sync step's push stopped (termination, deadline, a postponed account) and what it
+    left: the step fails, the next run sends the pending changes."""
+    push = report.push
+    why = push.stopped or "a Retry-After past the deadline"
+    acknowledged = push.outcomes[str(Outcome.ACKNOWLEDGED)]
+    pending = push.outcomes[str(Outcome.PENDING)] + sum(push.deferred.values())
+    postponed = "".join(
+        f"; account {account} postponed: {reason}"
+        for account, reason in sorted(push.postponed_accounts.items())
+    )
+    return (
+        f"push stopped ({why}): {acknowledged} acknowledged and committed, {pending} pending "
+        f"for the next run{postponed}"
+    )
 
 
 def _check_results(

@@ -19,7 +19,7 @@ import dagster as dg
 from pydantic import Field
 
 from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
-from connector.client import DEFAULT_BASE_URL, AccountTokens
+from connector.client import DEFAULT_BASE_URL, DEFAULT_MAX_DURATION_S, AccountTokens
 from connector.errors import ConfigError
 from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
 from connector.push import PushOptions
@@ -120,7 +120,10 @@ class ServiceResource(dg.ConfigurableResource):
         description="Budget: changes sent per sync step, most urgent first; the rest wait.",
     )
     max_duration_s: float | None = Field(
-        default=None, description="Budget: seconds after which a sync step starts no change."
+        default=DEFAULT_MAX_DURATION_S,
+        description="The deadline of a sync step, seconds (default 6 h): the push then stops, "
+        "the answered changes committed, the rest pending for the next run; a 429 whose "
+        "Retry-After reaches past it postpones the account. 0 or empty: no deadline.",
     )
     urgent_days: int = Field(
         default=DEFAULT_HORIZON_DAYS,
@@ -197,7 +200,7 @@ class ServiceResource(dg.ConfigurableResource):
         duration = self.max_duration_s
         if reconcile and self.reconcile_max_duration_s is not None:
             duration = self.reconcile_max_duration_s
-        budget = Budget(max_requests=self.max_requests, max_duration_s=duration)
+        budget = Budget(max_requests=self.max_requests, max_duration_s=duration or None)
         return replace(
             base,
             client=replace(base.client, read_timeout=self.timeout),

@@ -12,6 +12,9 @@ Exit codes (docs/cli.md):
 | 4 | an account's token was refused (401): its push stopped, its changes are pending |
 | 5 | completed, work held awaiting an approval: kinds of change the mass-change guard held (--allow-mass-change), or units/properties guests still stay in (--allow-deactivation-with-stays) |
 | 6 | nothing usable: an entity's export has no rows, or every record of it is quarantined |
+| 7 | stopped, work left pending: SIGTERM, SIGINT or the deadline (``--max-duration``) stopped the push, or a Retry-After past the deadline postponed an account; what was answered is committed |
+
+When several apply, the first in the order 4, 6, 7, 5, 3 wins.
 
 With ``--json``, stdout carries exactly one JSON document whatever the outcome (errors
 included: ``{"status": "error", "error": …, "exit_code": …}``); everything meant for a person
@@ -32,8 +35,8 @@ import click
 
 from connector.cli.account_commands import open_api_options
 from connector.client import effective_windows
-from connector.errors import AuthenticationError, PmsSyncError
-from connector.plan import Budget, Force, Plan, backlog, backlog_json, backlog_table
+from connector.errors import AuthenticationError, PmsSyncError, RunStopped
+from connector.plan import Force, Plan, backlog, backlog_json, backlog_table
 from connector.push import OUTCOMES
 from connector.secrets import mask_text
 from connector.settings import SyncSettings, load_settings
@@ -45,6 +48,7 @@ EXIT_INCOMPLETE = 3
 EXIT_AUTHENTICATION = 4
 EXIT_HELD = 5  # completed, work held awaiting an approval
 EXIT_UNUSABLE = 6
+EXIT_STOPPED = 7
 
 
 def register(group: click.Group) -> None:
@@ -277,9 +281,10 @@ def plan_command(
 )
 @click.option(
     "--max-duration",
-    type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="Start no change after this many seconds; the rest stay planned for the next run.",
+    help="The run's deadline: after this many seconds the push stops (requests in flight "
+    "answered), the rest stays pending for the next run, exit 7; 0 or off: none "
+    "[env PMS_SYNC_MAX_DURATION; default 21600, 6 h].",
 )
 @open_api_options
 @click.option(
@@ -308,7 +313,7 @@ def sync_command(
     rate_limit: float | None,
     rate_limits: str | None,
     max_requests: int | None,
-    max_duration: float | None,
+    max_duration: str | None,
     client_id: str | None,
     client_secret: str | None,
     openapi_url: str | None,
@@ -335,8 +340,9 @@ def sync_command(
             update_sub_units=update_sub_units,
             refresh=refresh,
             refresh_max=refresh_max,
+            max_duration=max_duration,
         )
-        budget = Budget(max_requests=max_requests, max_duration_s=max_duration)
+        budget = replace(settings.push.budget, max_requests=max_requests)
         settings = replace(settings, push=replace(settings.push, budget=budget), lock_timeout=wait)
         with _progress(enabled=not as_json and sys.stdout.isatty()) as on_progress:
             report = run_sync(
@@ -373,6 +379,8 @@ def exit_code(report: Any) -> int:
         return EXIT_AUTHENTICATION
     if report.plan.unusable:
         return EXIT_UNUSABLE
+    if report.push.interrupted:
+        return EXIT_STOPPED
     if report.guard.blocked or report.awaiting_approval:
         return EXIT_HELD
     if report.push.dry_run:
@@ -671,9 +679,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             bar.__exit__(None, None, None)
 
 
-def json_error(message: str, code: int) -> str:
+def json_error(message: str, code: int, status: str = "error") -> str:
     """The one JSON document ``--json`` prints when the command could not do its work."""
-    return json.dumps({"status": "error", "error": message, "exit_code": code}, sort_keys=True)
+    return json.dumps({"status": status, "error": message, "exit_code": code}, sort_keys=True)
 
 
 @contextmanager
@@ -684,7 +692,9 @@ def _errors_to_exit(as_json: bool = False) -> Iterator[None]:
         message = mask_text(str(error))
         # The Open API refused the client's credentials (account discovery): an auth problem.
         code = EXIT_AUTHENTICATION if isinstance(error, AuthenticationError) else EXIT_ERROR
+        if isinstance(error, RunStopped):
+            code = EXIT_STOPPED
         if as_json:
-            click.echo(json_error(message, code))
+            click.echo(json_error(message, code, "stopped" if code == EXIT_STOPPED else "error"))
         click.secho(f"error: {message}", fg="red", err=True)
         sys.exit(code)

@@ -41,12 +41,14 @@ from connector.client._openapi import (
 )
 from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._shared import limiter_key, load_shared_state, save_shared_state
+from connector.client._stop import DEFAULT_MAX_DURATION_S, RunStop, parse_max_duration
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import MISSING_TOKEN_HINT, AccountTokens, TokenSource
 
 __all__ = [
     "COUNT_MEMBERS",
     "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_DURATION_S",
     "DOCUMENTED_WINDOWS",
     "MISSING_TOKEN_HINT",
     "REQUEST_ID_HEADER",
@@ -61,6 +63,7 @@ __all__ = [
     "OpenApiClient",
     "RateLimiter",
     "RetryPolicy",
+    "RunStop",
     "ServiceClient",
     "ServiceUnreachableError",
     "SyncAnswer",
@@ -83,6 +86,7 @@ __all__ = [
     "mask_message",
     "normalize_base_url",
     "nothing_stored",
+    "parse_max_duration",
     "parse_retry_after",
     "parse_windows",
     "present_counts",

@@ -40,6 +40,7 @@ from connector.client._config import (
     parse_retry_after,
 )
 from connector.client._limiter import RateLimiter, WindowLimiter, limiter_for
+from connector.client._stop import RunStop
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import TokenSource
 from connector.contract import SYNC_PATHS, Entity, SyncEvent
@@ -230,6 +231,9 @@ class ServiceClient:
         self.throttled = 0  # 429 answers received
         self.retried_after_renewal = 0  # requests sent again after a 401 renewed their token
         self._poster: _Poster | None = None
+        # Set by the push for its run: no new attempt after a stop request, and a Retry-After
+        # past the deadline postpones the account (connector/client/_stop.py).
+        self.stop: RunStop | None = None
 
     def limiter_of(self, token: str) -> RateLimiter:
         if self._shared_limiter is not None:
@@ -330,7 +334,11 @@ class ServiceClient:
         # ``maybe_stored``: whether an attempt so far may have been stored without an answer the
         # client could read: a later "skipped" or "already known" is then explained
         # (connector/push/_push.py).
+        stop = self.stop
         for attempt in range(1, retry.max_attempts + 1):
+            if stop is not None and stop.requested:
+                outcome.stopped = True
+                break
             ticket = await limiter.acquire()
             outcome.attempts = attempt
             outcome.answer_lost_before = maybe_stored
@@ -400,10 +408,25 @@ class ServiceClient:
                         limiter.throttled(
                             None if retry_after is None else min(retry_after, retry.max_retry_after)
                         )
+                        if retry_after is not None and stop is not None:
+                            left = stop.remaining()
+                            if left is not None and retry_after > left:
+                                # Waiting would end past the deadline: the account waits for
+                                # the next run instead (connector/push/_push.py).
+                                outcome.postponed = (
+                                    f"the service asked to wait {retry_after:.0f} s (HTTP 429 "
+                                    f"Retry-After), past the run's deadline in {max(left, 0):.0f} s"
+                                )
+                                break
                     else:
                         maybe_stored = True  # a 5xx may come after the write (a gateway's 504)
             if attempt < retry.max_attempts:
-                await asyncio.sleep(retry.delay(attempt, retry_after))
+                delay = retry.delay(attempt, retry_after)
+                if stop is None:
+                    await asyncio.sleep(delay)
+                elif not await stop.sleep(delay):
+                    outcome.stopped = True
+                    break
         # The last attempt's kind: UNCONFIRMED (a 2xx that was no acknowledgement) or
         # UNDELIVERED (no answer, 429 or 5xx). The last attempt counts too now: when it alone
         # may have been stored (throttled until then), the push must still remember the

@@ -39,6 +39,10 @@ class SyncAttempts:
     # "already known" is then explained by that attempt. For a record left undelivered or
     # unconfirmed, any attempt, the last included: the push remembers it as possibly stored.
     answer_lost_before: bool = False
+    # The service asked (429 Retry-After) to wait past the run's deadline: why, masked. The
+    # push then stops the account's push (connector/push/_push.py).
+    postponed: str | None = None
+    stopped: bool = False  # a stop request ended the retries (connector/client/_stop.py)
 
     @property
     def request_id(self) -> str | None:

@@ -232,21 +232,25 @@ def apply_plan_file(
     import uuid
 
     from connector.accounts import AccountDiscovery
-    from connector.client import ServiceClient
+    from connector.client import RunStop, ServiceClient
     from connector.pipeline._run import SyncReport, _dead_letter_summary, _now, _record_run
     from connector.push import push_plan
 
     plan_file = read_plan_file(path)
     started = _now()
     location = snapshot_location(snapshot_path or plan_file.snapshot_location)
-    with Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot:
+    stop = RunStop(settings.push.budget.max_duration_s)
+    with (
+        stop.signals_handled(),
+        Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot,
+    ):
         check_applicable(plan_file, snapshot, allow=allow_mass_change)
         # Tokens of accounts without a given one come from the Open API client, if any.
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
         accounts = set(plan_file.plan.changes["account_id"].astype(str))
         tokens = discovery.token_source(settings.tokens, accounts)
         client = ServiceClient(settings.client, tokens)
-        result = push_plan(plan_file.plan, client, snapshot, options=settings.push)
+        result = push_plan(plan_file.plan, client, snapshot, options=settings.push, stop=stop)
         discovery.after_push(tokens, client.retried_after_renewal)
         discovery.save(snapshot)
         report = SyncReport(

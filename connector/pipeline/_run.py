@@ -28,7 +28,7 @@ from connector.accounts import (
     with_units_kept_inactive,
     withhold_unreactivated,
 )
-from connector.client import ServiceClient, Window, effective_windows, ensure_reachable
+from connector.client import RunStop, ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
 from connector.errors import ConfigError, SnapshotError
 from connector.plan import (
@@ -94,6 +94,9 @@ class RunStatus:
     # or units and properties kept active for their guests' stays (docs/safety-rails.md).
     BLOCKED = "blocked"
     UNUSABLE = "unusable"  # an entity's export gave nothing: no rows, or every one quarantined
+    # SIGTERM, SIGINT or the deadline stopped the push, or a Retry-After past the deadline
+    # postponed an account: what was answered is committed, the rest is pending.
+    STOPPED = "stopped"
     DRY_RUN = "dry_run"
 
 
@@ -165,6 +168,8 @@ class SyncReport:
             return RunStatus.DRY_RUN
         if self.plan.unusable:
             return RunStatus.UNUSABLE
+        if self.push.interrupted:
+            return RunStatus.STOPPED
         if held:
             return RunStatus.BLOCKED
         if not self.push.complete or self.accounts.properties.incomplete:
@@ -215,6 +220,8 @@ class SyncReport:
             "snapshot": self.snapshot,
             "accounts": self.plan.accounts,
             "stopped_accounts": {a: str(e) for a, e in sorted(self.push.stopped_accounts.items())},
+            "stopped": self.push.stopped,
+            "postponed_accounts": dict(sorted(self.push.postponed_accounts.items())),
             "problems": [
                 {
                     "entity": p.entity,
@@ -479,36 +486,40 @@ def run_sync(
     started = _now()
     from connector.mapping import load_mapping
 
-    # Loaded once for the mapping engine and the guard's thresholds (checking a mapping file
-    # is a fixed cost of every run).
-    mapping_file = load_mapping(mapping_path)
-    batches, policy = load_batches(
-        mapping_path,
-        mapping=mapping_file,
-        entities=entities,
-        window=window,
-        snapshot_path=settings.snapshot_path,
-        remap=remap or (force is not None and force.active),
-        accounts=accounts,
-    )
-    guard = GuardRules.from_mapping(mapping_file)
-    return sync_batches(
-        batches,
-        settings,
-        policy=policy,
-        mapping=str(mapping_path),
-        dry_run=dry_run,
-        window=window,
-        force=force,
-        on_progress=on_progress,
-        started_at=started,
-        today=today,
-        guard=guard,
-        allow_mass_change=allow_mass_change,
-        release_units_with_stays=release_units_with_stays,
-        reconcile=reconcile,
-        accounts=accounts,
-    )
+    # The deadline counts from here, and a signal while mapping ends the run (nothing sent).
+    stop = RunStop(settings.push.budget.max_duration_s)
+    with stop.signals_handled():
+        # Loaded once for the mapping engine and the guard's thresholds (checking a mapping
+        # file is a fixed cost of every run).
+        mapping_file = load_mapping(mapping_path)
+        batches, policy = load_batches(
+            mapping_path,
+            mapping=mapping_file,
+            entities=entities,
+            window=window,
+            snapshot_path=settings.snapshot_path,
+            remap=remap or (force is not None and force.active),
+            accounts=accounts,
+        )
+        guard = GuardRules.from_mapping(mapping_file)
+        return sync_batches(
+            batches,
+            settings,
+            policy=policy,
+            mapping=str(mapping_path),
+            dry_run=dry_run,
+            window=window,
+            force=force,
+            on_progress=on_progress,
+            started_at=started,
+            today=today,
+            guard=guard,
+            allow_mass_change=allow_mass_change,
+            release_units_with_stays=release_units_with_stays,
+            reconcile=reconcile,
+            accounts=accounts,
+            stop=stop,
+        )
 
 
 def sync_batches(
@@ -529,6 +540,7 @@ def sync_batches(
     reconcile: bool = False,
     by_checkin: bool = False,
     accounts: Collection[str] | None = None,
+    stop: RunStop | None = None,
 ) -> SyncReport:
     """Plan and push records that are already mapped (the mapping engine's output, or built).
 
@@ -549,7 +561,54 @@ def sync_batches(
     kept their records): it locks, reconciles and compares with the guard's baseline within
     them, so runs of different accounts of one connection proceed together and neither reads
     the other's accounts as dropped rows.
+
+    ``stop``: the run's deadline and stop requests (default: from ``settings.push.budget``,
+    counted from now). SIGTERM and SIGINT stop the push gracefully (connector/client/_stop.py):
+    the report's status is then ``stopped``.
     """
+    stop = stop or RunStop(settings.push.budget.max_duration_s)
+    with stop.signals_handled():
+        return _sync_batches(
+            batches,
+            settings,
+            stop,
+            policy=policy,
+            mapping=mapping,
+            dry_run=dry_run,
+            window=window,
+            force=force,
+            on_progress=on_progress,
+            started_at=started_at,
+            today=today,
+            guard=guard,
+            allow_mass_change=allow_mass_change,
+            release_units_with_stays=release_units_with_stays,
+            reconcile=reconcile,
+            by_checkin=by_checkin,
+            accounts=accounts,
+        )
+
+
+def _sync_batches(
+    batches: Mapping[Entity, MappedRecords],
+    settings: SyncSettings,
+    stop: RunStop,
+    *,
+    policy: ReconcilePolicy | None,
+    mapping: str,
+    dry_run: bool,
+    window: DateWindow | None,
+    force: Force | None,
+    on_progress: ProgressCallback | None,
+    started_at: datetime | None,
+    today: date | None,
+    guard: GuardRules | None,
+    allow_mass_change: bool,
+    release_units_with_stays: bool,
+    reconcile: bool,
+    by_checkin: bool,
+    accounts: Collection[str] | None,
+) -> SyncReport:
     started = started_at or _now()
     run_id = uuid.uuid4().hex
     today = today or date.today()
@@ -623,6 +682,7 @@ def sync_batches(
             dry_run=dry_run,
             options=settings.push,
             on_progress=on_progress,
+            stop=stop,
         )
         discovery.after_push(tokens, client.retried_after_renewal)
         discovery.save(snapshot)

@@ -185,6 +185,7 @@ def _push_within(
         problems=[p for p in push.problems if (p.account_id, p.record_id) in keys],
         disagreements=[d for d in push.disagreements if (d.account_id, d.record_id) in keys],
         stopped_accounts={a: e for a, e in push.stopped_accounts.items() if a in accounts},
+        postponed_accounts={a: r for a, r in push.postponed_accounts.items() if a in accounts},
         by_account=by_account,
         held_back=[h for h in push.held_back if (h.account_id, h.record_id) in keys],
         deferred=+deferred,

@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from connector.client import (
     Delivery,
+    RunStop,
     ServiceClient,
     SyncAnswer,
     SyncAttempts,
@@ -137,6 +138,10 @@ class PushResult:
     problems: list[RecordProblem] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
     stopped_accounts: dict[str, AuthenticationError] = field(default_factory=dict)
+    # Why the push stopped before its end (SIGTERM, SIGINT, deadline; connector/client/_stop.py),
+    # and the accounts a Retry-After past the deadline left for the next run, with why.
+    stopped: str | None = None
+    postponed_accounts: dict[str, str] = field(default_factory=dict)
     by_account: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     duration_s: float = 0.0
     held_back: list[HeldRecord] = field(default_factory=list)  # unit not at the service
@@ -183,6 +188,11 @@ class PushResult:
         return all(self.outcomes[str(o)] == 0 for o in OUTCOMES if o != Outcome.ACKNOWLEDGED)
 
     @property
+    def interrupted(self) -> bool:
+        """A stop request or a postponed account left changes for the next run."""
+        return (self.stopped is not None or bool(self.postponed_accounts)) and not self.complete
+
+    @property
     def unsent(self) -> Counter[str]:
         """Per urgency class: changes not acknowledged by this run (deferred or pending)."""
         return self.deferred + self.pending_by_urgency
@@ -208,6 +218,8 @@ class PushResult:
             "dry_run": self.dry_run,
             "duration_s": round(self.duration_s, 3),
             "stopped_accounts": {a: str(e) for a, e in sorted(self.stopped_accounts.items())},
+            "stopped": self.stopped,
+            "postponed_accounts": dict(sorted(self.postponed_accounts.items())),
             "disagreements": len(self.disagreements),
             "unconfirmed": self.unconfirmed,
             "unconfirmed_answers": self.unconfirmed_answers,
@@ -253,12 +265,23 @@ def push_plan(
     dry_run: bool = False,
     options: PushOptions | None = None,
     on_progress: ProgressCallback | None = None,
+    stop: RunStop | None = None,
 ) -> PushResult:
-    """Send the plan's changes and record every answer; returns what happened."""
+    """Send the plan's changes and record every answer; returns what happened.
+
+    ``stop``: the run's stop requests and deadline (default: a deadline of the budget's
+    ``max_duration_s`` from now); a stopped push commits what was answered and returns.
+    """
     return run_on(
         client.config.event_loop,
         push_plan_async(
-            plan, client, snapshot, dry_run=dry_run, options=options, on_progress=on_progress
+            plan,
+            client,
+            snapshot,
+            dry_run=dry_run,
+            options=options,
+            on_progress=on_progress,
+            stop=stop,
         ),
     )
 
@@ -271,19 +294,24 @@ async def push_plan_async(
     dry_run: bool = False,
     options: PushOptions | None = None,
     on_progress: ProgressCallback | None = None,
+    stop: RunStop | None = None,
 ) -> PushResult:
     options = options or PushOptions(concurrency=client.config.concurrency)
+    stop = stop or RunStop(options.budget.max_duration_s)
+    stop.pushing = True  # a signal from here on stops gracefully, it no longer interrupts
     result = PushResult(dry_run=dry_run)
     started = time.monotonic()
     if dry_run or not len(plan.changes):
         result.duration_s = time.monotonic() - started
         return result
     progress = _Progress(len(plan.changes), on_progress)
-    gate = BudgetGate(options.budget)
+    # The budget's duration is the run's deadline, which the stop enforces (a stopped push).
+    gate = BudgetGate(replace(options.budget, max_duration_s=None))
     trouble = UnitTrouble.from_snapshot(snapshot)
     # No full collection walks the plan's objects while requests are in flight (docs: the module).
     with older_objects_frozen():
-        async with client:
+        async with client, stop.attached():
+            client.stop = stop
             shared = load_shared_state(snapshot, client)
             # From here until close() the writer thread is the only user of the snapshot (a
             # DuckDB connection is not safe to share between threads): nothing below reads it.
@@ -297,7 +325,7 @@ async def push_plan_async(
                     else:
                         phase = _hold_back(phase, trouble, result, progress)
                     await _push_phase(
-                        phase, len(rows), client, recorder, result, progress, options, gate
+                        phase, len(rows), client, recorder, result, progress, options, gate, stop
                     )
                     if entity == Entity.ACCOMMODATION:
                         _note_unit_answers(phase, result, trouble)
@@ -306,6 +334,9 @@ async def push_plan_async(
                 # blocking the loop here delays no request).
                 recorder.close()
                 save_shared_state(snapshot, client, shared)
+                client.stop = None
+    if stop.requested:
+        result.stopped = stop.reason
     _limiter_report(client, result)
     result.duration_s = time.monotonic() - started
     return result
@@ -421,8 +452,10 @@ async def _push_phase(
     progress: _Progress,
     options: PushOptions,
     gate: BudgetGate,
+    stop: RunStop,
 ) -> None:
-    """Send ``phase`` (at most ``count`` changes) with ``options.concurrency`` workers."""
+    """Send ``phase`` (at most ``count`` changes) with ``options.concurrency`` workers; after
+    a stop request, what is not sent is left pending (connector/client/_stop.py)."""
     # One iterator for all the workers: each takes the next change when it is free, and the
     # changes are made from the plan only as they are taken.
     changes = iter(phase)
@@ -432,6 +465,10 @@ async def _push_phase(
 
     async def worker() -> None:
         for change in changes:
+            if stop.requested:
+                _left_by_stop(result, change)
+                progress.advance()
+                return
             if not gate.take():
                 # Out of budget: left unsent, so the next run plans it again (urgency order);
                 # a refresh or reconciliation re-send is dropped, not owed.
@@ -442,25 +479,83 @@ async def _push_phase(
                     result.checkin_tally(change)["deferred"] += 1
                 progress.advance()
                 continue
-            answered = first_answer.get(change.account_id)
-            if answered is None:
-                answered = first_answer[change.account_id] = asyncio.Event()
-                try:
+            sending = False
+            try:
+                answered = first_answer.get(change.account_id)
+                if answered is None:
+                    answered = first_answer[change.account_id] = asyncio.Event()
+                    try:
+                        sending = True
+                        await _send(change, client, recorder, result)
+                    finally:
+                        answered.set()
+                else:
+                    await answered.wait()
+                    sending = True
                     await _send(change, client, recorder, result)
-                finally:
-                    answered.set()
-            else:
-                await answered.wait()
-                await _send(change, client, recorder, result)
+            except asyncio.CancelledError:
+                if not stop.requested:
+                    raise
+                # Cancelled by the stop after its grace: the answer may never come.
+                result.stopped = stop.reason
+                _unanswered(change, recorder, result, possibly_stored=sending)
+                progress.advance()
+                return
             progress.advance()
 
-    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, count) or 1)))
+    workers = [worker() for _ in range(min(options.concurrency, count) or 1)]
+    await stop.run_workers(workers, grace_s=client.config.read_timeout)
+    for change in changes:  # left by a stop
+        _left_by_stop(result, change)
+        progress.advance()
+
+
+def _left_by_stop(result: PushResult, change: _Change) -> None:
+    """A change a stop left unsent: pending, or dropped if only an optional re-send (as a
+    budget drops it: not owed, the next run selects it again)."""
+    if change.reason in OPTIONAL_REASONS:
+        result.resend_dropped[change.reason] += 1
+    else:
+        _settle(result, change, Outcome.PENDING)
+
+
+def _unanswered(
+    change: _Change, recorder: _Recorder, result: PushResult, *, possibly_stored: bool
+) -> None:
+    """A change whose request the stop cancelled: pending, and possibly stored once sent."""
+    if possibly_stored:
+        recorder.possibly_stored(
+            PossiblyStored(
+                account_id=change.account_id,
+                entity=change.entity,
+                record_id=change.record_id,
+                content_hash=change.content_hash,
+                request_id=None,
+                seen_at=datetime.now(UTC).replace(tzinfo=None),
+            )
+        )
+    _settle(result, change, Outcome.PENDING)
+    result.problems.append(
+        RecordProblem(
+            entity=change.entity,
+            account_id=change.account_id,
+            record_id=change.record_id,
+            action=change.action,
+            outcome=Outcome.PENDING,
+            http_status=None,
+            message=f"the run stopped ({result.stopped or 'stop requested'}) before its answer came",
+            request_ids=(),
+            attempts=0,
+        )
+    )
 
 
 async def _send(
     change: _Change, client: ServiceClient, recorder: _Recorder, result: PushResult
 ) -> None:
-    if change.account_id in result.stopped_accounts:
+    if change.account_id in result.stopped_accounts or change.account_id in (
+        result.postponed_accounts
+    ):
         _settle(result, change, Outcome.PENDING)
         return
     attempts = await client.send_record(
@@ -504,6 +599,8 @@ def _record(
         if attempts.delivery == Delivery.UNCONFIRMED:
             result.unconfirmed += 1
             result.checkin_tally(change)["unconfirmed"] += 1
+        if attempts.postponed is not None:
+            result.postponed_accounts.setdefault(change.account_id, attempts.postponed)
         if attempts.answer_lost_before:
             recorder.possibly_stored(
                 PossiblyStored(

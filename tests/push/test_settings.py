@@ -85,3 +85,29 @@ def test_the_acknowledgement_policy_is_counts_unless_the_environment_says_docume
     assert documented.acknowledgement == AcknowledgementPolicy.DOCUMENTED
     with pytest.raises(ConfigError, match="PMS_SYNC_ACKNOWLEDGEMENT must be one of counts, "):
         load_settings(env={"PMS_SYNC_ACKNOWLEDGEMENT": "any-2xx"})
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "expected"),
+    [
+        (None, {}, 21600.0),  # every run has a deadline: 6 h
+        (None, {"PMS_SYNC_MAX_DURATION": "90"}, 90.0),
+        (None, {"PMS_SYNC_MAX_DURATION": "off"}, None),
+        (None, {"PMS_SYNC_MAX_DURATION": "none"}, None),
+        ("0", {"PMS_SYNC_MAX_DURATION": "90"}, None),
+        ("120", {"PMS_SYNC_MAX_DURATION": "off"}, 120.0),
+    ],
+)
+def test_the_runs_deadline_comes_from_the_flag_the_environment_or_the_6_h_default(
+    flag: str | None, env: dict[str, str], expected: float | None
+) -> None:
+    settings = load_settings(max_duration=flag, env=env)
+
+    assert settings.push.budget.max_duration_s == expected
+
+
+def test_a_deadline_that_is_no_number_is_a_config_error_naming_its_setting() -> None:
+    with pytest.raises(ConfigError, match="PMS_SYNC_MAX_DURATION"):
+        load_settings(env={"PMS_SYNC_MAX_DURATION": "soon"})
+    with pytest.raises(ConfigError, match="--max-duration"):
+        load_settings(max_duration="-5", env={})
