@@ -200,8 +200,10 @@ def test_max_duration_is_the_runs_deadline_the_push_stops_cleanly_at_it(
 ) -> None:
     mapping, env = _setup(service, snapshot_file, tmp_path, monkeypatch)
     source = _source(mapping)
-    service.set_faults(latency_ms=200)
-    run = _start(mapping, env, "--max-duration", "3")
+    # About 25 s of push at 4 requests in flight: a 10 s deadline counted from the start leaves
+    # the process's start-up (slow on a loaded machine) and some of the push, never all of it.
+    service.set_faults(latency_ms=1000)
+    run = _start(mapping, env, "--max-duration", "10")
     out, err = run.communicate(timeout=60)
 
     assert run.returncode == 7, err.decode()[-2000:]
