@@ -472,6 +472,8 @@ def _run(
             try:
                 if split is None or not split.nothing_to_map:
                     _validate_batches(connection, sql, parameters, validator)
+                if query.unitless_sql:
+                    validator.add_unitless(connection.sql(query.unitless_sql).to_arrow_table())
             except duckdb.Error as error:
                 raise failed(query, error) from None
             finishing.append(_Mapped(entity, validator, split, elsewhere))
