@@ -112,3 +112,78 @@ def test_a_sync_neither_sends_nor_cancels_a_booking_without_unit_rows(
 
     assert report["quarantine"]["reservation"] == 2, report
     assert _stored(sandbox) == {"B1": "CONFIRMED", "B2": "CONFIRMED"}
+
+
+# -- control characters -------------------------------------------------------------------------
+
+
+def _guests(folder: Path, names: list[tuple[str, str, str]], **options: Any) -> Path:
+    """Bookings (booking, first name, door code) with a mapping sending name and door code."""
+    rows = [{**_row(booking, "room"), "name": name, "door": door} for booking, name, door in names]
+    write_csv(folder / "bookings.csv", rows)
+    document = reservation_mapping(
+        {**FUTURE, "doorCode": "door"}, {"primaryGuest": {"firstName": "name"}}
+    )
+    document.update(options)
+    return write_mapping(folder, document)
+
+
+def test_a_nul_byte_in_a_name_is_refused_naming_file_row_field_and_code_point(
+    tmp_path: Path,
+) -> None:
+    path = _guests(
+        tmp_path, [("B1", "Ann\tLee\r\nJr", "11"), ("B2", "B\x00en", "22"), ("B3", "Bo\x85b", "33")]
+    )
+
+    batch = _reservations(path)
+
+    assert list(batch.records["record_id"]) == ["B1"]
+    problems = [
+        (p["record_id"], p["input"], p["rows"], p["field"], p["reason"].split(" in the text")[0])
+        for p in batch.quarantine.to_dict("records")
+    ]
+    assert problems == [
+        ("B2", "bookings.csv", "2", "primaryGuest.firstName", "control character U+0000"),
+        ("B3", "bookings.csv", "3", "primaryGuest.firstName", "control character U+0085"),
+    ]
+    assert "\x00" not in batch.quarantine.to_csv()
+    # Tab, line feed and carriage return are text.
+    assert json.loads(batch.records["payload"][0])["primaryGuest"]["firstName"] == "Ann\tLee\r\nJr"
+
+
+def test_a_door_code_with_a_control_character_is_refused_without_showing_it(
+    tmp_path: Path,
+) -> None:
+    batch = _reservations(_guests(tmp_path, [("B1", "Ann", "4711\x07")]))
+
+    assert batch.records.empty
+    (problem,) = batch.quarantine.to_dict("records")
+    assert problem["field"] == "unitReservations.doorCode"
+    assert problem["reason"].startswith("control character U+0007")
+    assert "4711" not in json.dumps(problem)
+
+
+def test_strip_sends_the_cleaned_value_to_the_service(
+    sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    sandbox.reset()
+    names = [("B1", "B\x00en", "47\x1b11"), ("B2", "Ann\x7f", "22")]
+    path = _guests(tmp_path, names, control_characters="strip")
+
+    report = _sync(path, sandbox, tmp_path)
+
+    assert report["quarantine"].get("reservation", 0) == 0, report
+    stored = {record["id"]: record["resource"] for record in sandbox.records("demo", "reservation")}
+    assert stored["B1"]["primaryGuest"]["firstName"] == "Ben"
+    assert stored["B1"]["unitReservations"][0]["doorCode"] == "4711"
+    assert stored["B2"]["primaryGuest"]["firstName"] == "Ann"
+
+
+def test_a_refused_record_is_not_sent(sandbox: SandboxHandle, tmp_path: Path) -> None:
+    sandbox.reset()
+    path = _guests(tmp_path, [("B1", "Ann", "11"), ("B2", "B\x00en", "22")])
+
+    report = _sync(path, sandbox, tmp_path)
+
+    assert report["quarantine"]["reservation"] == 1, report
+    assert sorted(record["id"] for record in sandbox.records("demo", "reservation")) == ["B1"]
