@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import duckdb
+
+if TYPE_CHECKING:
+    from connector.errors import PmsSyncError
 
 MEMORY_LIMIT_VARIABLE = "PMS_SYNC_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -54,3 +60,25 @@ def open_duckdb(
     connection = duckdb.connect(database, read_only=read_only, config=config)
     connection.execute("SET enable_progress_bar = false")
     return connection
+
+
+def out_of_memory(doing: str) -> PmsSyncError:
+    """The error of a step (``doing``: "reading units.csv (10,000 columns)") that ran out of
+    the run's memory: it names the limit in force and the variable that sets it, never a hint
+    about the mapping's SQL, which is not the cause."""
+    from connector.errors import OutOfMemoryError
+
+    return OutOfMemoryError(
+        f"out of memory while {doing}: DuckDB may use {memory_limit()} "
+        f"({MEMORY_LIMIT_VARIABLE}); set {MEMORY_LIMIT_VARIABLE} higher (e.g. "
+        f"{MEMORY_LIMIT_VARIABLE}=4GB) where the machine has the memory, and run again"
+    )
+
+
+@contextmanager
+def memory_named(doing: str) -> Iterator[None]:
+    """Within the block, DuckDB running out of memory is :func:`out_of_memory` of ``doing``."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException:
+        raise out_of_memory(doing) from None

@@ -18,6 +18,10 @@ class ConfigError(PmsSyncError):
     """A setting, environment variable or tokens file is missing or malformed."""
 
 
+class OutOfMemoryError(PmsSyncError):
+    """DuckDB ran out of the run's memory (``PMS_SYNC_MEMORY_LIMIT``) during a named step."""
+
+
 class MappingError(PmsSyncError):
     """A mapping file is invalid. Carries the file, the line and the member when known.
 

@@ -73,6 +73,10 @@ class EntityQuery:
     # The contract rules the SQL predicates cannot express for this mapping (then every
     # record of the entity is validated in Python): empty when they cover the whole contract.
     unchecked: list[str] = field(default_factory=list)
+    # Reservations whose rows pass the entity's filter but none the unitReservations filter
+    # (account_id, record_id, sources, row_numbers, first_row): quarantined, never dropped.
+    # Empty when every row of the entity is a unit row.
+    unitless_sql: str = ""
 
 
 class Compiler:
@@ -334,11 +338,15 @@ class Compiler:
             )
             for name in unit_value:
                 unit_value[name] = compiler.leaf_sql.get(f"{UNITS}.{name}", "NULL")
-        where = compiler.where(spec.filter, (*member, "filter"))
-        if isinstance(getattr(fields, UNITS, None), RowsBlock) and (
-            fields.unitReservations.input is None
+        where = entity_where = compiler.where(spec.filter, (*member, "filter"))
+        unit_where = ""
+        if (
+            isinstance(getattr(fields, UNITS, None), RowsBlock)
+            and fields.unitReservations.input is None
+            and fields.unitReservations.filter
         ):
-            where = f"({where}) AND ({compiler.where(fields.unitReservations.filter, (*units_member, 'filter'))})"
+            unit_where = compiler.where(fields.unitReservations.filter, (*units_member, "filter"))
+            where = f"({entity_where}) AND ({unit_where})"
         row_head = [
             f"{scope.alias}.{SOURCE_COLUMN}",
             f"{scope.alias}.{ROW_COLUMN}",
@@ -413,6 +421,22 @@ class Compiler:
             )
 
         key_rows_sql, narrow_rows_sql = key_rows(False), key_rows(True)
+        unitless_sql = ""
+        if unit_where:
+            stage = ", ".join([*row_head, *key_raw_columns, f"({unit_where}) AS is_unit"])
+            key_values = ", ".join(["key_raw.*", *key_value_columns])
+            unitless_sql = (
+                f"WITH key_raw AS NOT MATERIALIZED (SELECT {stage} {rows_of_input} "
+                f"WHERE {entity_where}),\nkey_val AS NOT MATERIALIZED (SELECT {key_values} "
+                f"FROM key_raw {' '.join(key_value_joins)}),\nkeys AS (SELECT {SOURCE_COLUMN}, "
+                f"{ROW_COLUMN}, is_unit, {record_key} FROM key_val)\n"
+                f"SELECT account_id, record_id, min({SOURCE_COLUMN}) AS sources, "
+                f"array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers, "
+                f"min({_FIRST_ROW}) AS first_row FROM keys "
+                "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
+                "GROUP BY account_id, record_id HAVING NOT bool_or(coalesce(is_unit, false)) "
+                "ORDER BY first_row"
+            )
 
         row_columns = (
             f"{SOURCE_COLUMN}, {ROW_COLUMN}, {ROW_HASH}, {record_key}, "
@@ -475,6 +499,7 @@ class Compiler:
             fingerprintable=self._fingerprintable,
             row_alias=scope.alias,
             unchecked=unchecked,
+            unitless_sql=unitless_sql,
         )
 
     def _account_member(self, entity: Entity) -> MemberPath:

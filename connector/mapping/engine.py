@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
-from connector.duckdb_memory import open_duckdb
+from connector.duckdb_memory import memory_named, open_duckdb, out_of_memory
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
@@ -397,19 +397,24 @@ def _run(
             engine_database(prepared.sources, Path(spill)), temp_directory=spill
         ) as connection,
     ):
-        sql_functions.install(connection)
-        _create_lookups(connection, prepared.mapping)
+        with memory_named("setting up the mapping engine (reference tables, lookups)"):
+            sql_functions.install(connection)
+            _create_lookups(connection, prepared.mapping)
         may_read_in_place = _may_read_in_place(prepared, since) if read_in_place else set()
         in_place: dict[str, _InPlace] = {}
 
         def failed(query: EntityQuery, error: duckdb.Error) -> Exception:
+            if isinstance(error, duckdb.OutOfMemoryException):
+                # Not the data's fault, and loading the input instead would need more memory.
+                return out_of_memory(f"mapping the {query.entity.value} entity")
             if in_place:
                 return _InPlaceReadFailed()
             return _failed_on_data(connection, prepared.mapping, query, error)
 
         for name, source in prepared.sources.items():
             if name not in may_read_in_place:
-                source.load_into(connection, table_name(name), since=since.get(name))
+                with memory_named(_reading(prepared, name)):
+                    source.load_into(connection, table_name(name), since=since.get(name))
         # Stored fingerprints are read before the lock-down: a DuckDB snapshot is attached
         # read-only to this connection (one DuckDB instance, one memory limit), then detached.
         # An entity's own input is not read for it, only its joined inputs.
@@ -429,7 +434,8 @@ def _run(
                 mapped_whole.add(query.input_name)
         # Such an input is loaded once rather than read again by each pass of the mapping query.
         for name in may_read_in_place & mapped_whole:
-            prepared.sources[name].load_into(connection, table_name(name))
+            with memory_named(_reading(prepared, name)):
+                prepared.sources[name].load_into(connection, table_name(name))
         in_place = _read_in_place(connection, prepared, may_read_in_place - mapped_whole)
         _lock_down(connection, [item.path for item in in_place.values()])
         # Loaded when some record is mapped at all: for the records a fingerprinted entity
@@ -458,7 +464,8 @@ def _run(
             if not known_for_all and (split is None or len(split.mapped)):
                 # The split's keys are never blank (blank ones are mapped and quarantined).
                 ids = None if split is None else pa.array(split.mapped["record_id"])
-                known = _load_validated(connection, validated, ids)
+                with memory_named(f"mapping the {entity.value} entity"):
+                    known = _load_validated(connection, validated, ids)
                 known_for_all = ids is None
             sql = sql.replace(VALIDATED_BEFORE, known or VALIDATED_BEFORE)
             parameters: list[Any] = []
@@ -472,6 +479,8 @@ def _run(
             try:
                 if split is None or not split.nothing_to_map:
                     _validate_batches(connection, sql, parameters, validator)
+                if query.unitless_sql:
+                    validator.add_unitless(connection.sql(query.unitless_sql).to_arrow_table())
             except duckdb.Error as error:
                 raise failed(query, error) from None
             finishing.append(_Mapped(entity, validator, split, elsewhere))
@@ -481,6 +490,12 @@ def _run(
     # loaded inputs, the query's hash tables) is given back before the documents, kept
     # compressed while the queries ran, are expanded.
     return {mapped.entity: mapped.result(window) for mapped in finishing}
+
+
+def _reading(prepared: PreparedMapping, name: str) -> str:
+    """What loading an input is, as an out-of-memory error names it: its columns count, a
+    very wide file costs DuckDB memory per column whatever its rows."""
+    return f"reading {prepared.sources[name].describe()} ({len(prepared.headers[name]):,} columns)"
 
 
 @dataclass

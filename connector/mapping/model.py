@@ -544,6 +544,12 @@ class Mapping(StrictModel):
         default_factory=dict, description="Named value tables used by `lookup:`."
     )
     entities: Entities
+    control_characters: Literal["refuse", "strip"] = Field(
+        default="refuse",
+        description="Control characters (C0 but tab, LF and CR; DEL; C1) in mapped text: "
+        "`refuse` quarantines the record naming file, row, field and code point; `strip` "
+        "removes them and sends the rest.",
+    )
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     safety: SafetySettings = Field(default_factory=SafetySettings)
     links: LinksSettings | None = Field(

@@ -64,6 +64,10 @@ INLINE_LOOKUP_LIMIT = 500
 """Lookups up to this many entries are compiled inline (CASE); longer ones stay tables."""
 
 MAX_DAYS = 100_000
+
+CONTROL_CHARACTERS = lit(r"[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{9F}]")
+"""RE2 class of the control characters text may not carry to the service: C0 but tab, LF and
+CR, DEL and C1 (a NUL is refused by a service that stores text in PostgreSQL)."""
 """Largest number of days add_days/subtract_days moves a date (about 273 years)."""
 
 
@@ -598,7 +602,11 @@ class ScopeSql:
         index = self.compiler.next_index()
         raw_name, converted_name = f"r{index}", f"c{index}"
         problems_before = len(self.problems)
-        self.raw_columns.append(f"{self.text(expression, member)} AS {raw_name}")
+        text = self.text(expression, member)
+        control = self.compiler.mapping.control_characters if target == "string" else None
+        if control == "strip":
+            text = f"regexp_replace({text}, {CONTROL_CHARACTERS}, '', 'g')"
+        self.raw_columns.append(f"{text} AS {raw_name}")
         converted, reason = self.convert(raw_name, expression, target)
         if target in REFERENCE_JOINS:
             converted = self.reference_join(raw_name, target)
@@ -629,6 +637,8 @@ class ScopeSql:
                 f"CASE WHEN {failed} THEN struct_pack(path := {lit(path)}, reason := {told}, "
                 f"value := {shown}, src := {SOURCE_COLUMN}, rownum := {ROW_COLUMN}) END"
             )
+        if control == "refuse":
+            self._control_character(raw_name, index, path, sensitive)
         found = self.problems[problems_before:]
         del self.problems[problems_before:]
         if found:
@@ -651,6 +661,29 @@ class ScopeSql:
         self.leaf_log.append((leaf, expression.source == "constant"))
         self.leaf_sql[path] = rendered
         return leaf
+
+    def _control_character(self, raw_name: str, index: int, path: str, sensitive: bool) -> None:
+        """Quarantine a record whose text holds a control character, naming its code point;
+        the value is shown with U+FFFD in its place, or masked for a secret."""
+        found = f"x{index}"
+        self.value_columns.append(
+            f"nullif(regexp_extract({raw_name}, {CONTROL_CHARACTERS}), '') AS {found}"
+        )
+        self.failed_flags.append(f"({found} IS NOT NULL)")
+        shown = (
+            "'***'"
+            if sensitive
+            else f"regexp_replace({raw_name}, {CONTROL_CHARACTERS}, '\ufffd', 'g')"
+        )
+        reason = (
+            f"concat('control character ', printf('U+%04X', unicode({found})), "
+            "' in the text (refused by the service; control_characters: strip removes them)')"
+        )
+        self.error_items.append(
+            f"CASE WHEN {found} IS NOT NULL THEN struct_pack(path := {lit(path)}, "
+            f"reason := {reason}, value := {shown}, src := {SOURCE_COLUMN}, "
+            f"rownum := {ROW_COLUMN}) END"
+        )
 
     def _move_days(
         self,

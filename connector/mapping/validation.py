@@ -42,6 +42,7 @@ from connector.secrets import is_sensitive, mask_text, mask_value
 
 DUPLICATE_REASON = "duplicate key with conflicting content"
 MISSING_REASON = "missing required value"
+NO_UNITS_REASON = "no unit rows: no row of this reservation passes the unitReservations filter"
 
 
 SUPPORTED_DATES = ("1677-09-22", "2262-04-11")
@@ -414,6 +415,21 @@ class RecordValidator:
             ):
                 kept[name].append(value)
         return pa.table(kept, schema=_RESULT_SCHEMA)
+
+    def add_unitless(self, table: pa.Table) -> None:
+        """Quarantine reservations none of whose rows is a unit row (``unitless_sql``): a
+        record whose rows are in the export is never dropped without a word."""
+        for row in table.to_pylist():
+            self.quarantine.checkin = None
+            self.quarantine.first_row = row["first_row"]
+            self.quarantine.add(
+                row["account_id"],
+                row["record_id"],
+                row["sources"],
+                row["row_numbers"],
+                "unitReservations",
+                NO_UNITS_REASON,
+            )
 
     def result(self) -> MappedRecords:
         records = empty_records()

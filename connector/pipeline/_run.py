@@ -30,6 +30,7 @@ from connector.accounts import (
 )
 from connector.client import RunStop, ServiceClient, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
+from connector.duckdb_memory import memory_named
 from connector.errors import ConfigError, SnapshotError
 from connector.plan import (
     ACTIONS,
@@ -82,6 +83,7 @@ from connector.snapshot import (
 )
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
+DIFF_STEP = "comparing the export with the snapshot (the diff)"
 
 
 class RunStatus:
@@ -421,17 +423,18 @@ def planned(
             if reconcile
             else None
         )
-        plan = build_plan(
-            snapshot,
-            batches,
-            policy=resolved_policy,
-            window=window,
-            force=force,
-            today=today,
-            urgency=settings.urgency,
-            release_units_with_stays=release_units_with_stays,
-            resend=_resend_options(settings, passes),
-        )
+        with memory_named(DIFF_STEP):
+            plan = build_plan(
+                snapshot,
+                batches,
+                policy=resolved_policy,
+                window=window,
+                force=force,
+                today=today,
+                urgency=settings.urgency,
+                release_units_with_stays=release_units_with_stays,
+                resend=_resend_options(settings, passes),
+            )
         refuse_unmapped_changes(plan)
         yield plan, snapshot
 
@@ -630,18 +633,19 @@ def _sync_batches(
             if reconcile
             else None
         )
-        plan = build_plan(
-            snapshot,
-            batches,
-            policy=policy,
-            window=window,
-            force=force,
-            today=today,
-            urgency=settings.urgency,
-            release_units_with_stays=release_units_with_stays,
-            resend=_resend_options(settings, passes),
-            by_checkin=by_checkin,
-        )
+        with memory_named(DIFF_STEP):
+            plan = build_plan(
+                snapshot,
+                batches,
+                policy=policy,
+                window=window,
+                force=force,
+                today=today,
+                urgency=settings.urgency,
+                release_units_with_stays=release_units_with_stays,
+                resend=_resend_options(settings, passes),
+                by_checkin=by_checkin,
+            )
         refuse_unmapped_changes(plan)
         verdict = evaluate(
             plan,

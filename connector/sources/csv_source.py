@@ -304,6 +304,8 @@ class CsvSource(Source):
             connection.execute(
                 f"CREATE OR REPLACE TABLE {rows} AS {self._select_file(path, columns)}"
             )
+        except duckdb.OutOfMemoryException:
+            raise  # the run's memory, not the file: the caller names the limit and the step
         except duckdb.Error:
             connection.execute(f"DROP TABLE IF EXISTS {rows}")
             return None
@@ -364,6 +366,8 @@ class CsvSource(Source):
                 f"FROM ({self._select_file(path, columns)})"
             ).fetchall()
             return int(inserted)
+        except duckdb.OutOfMemoryException:
+            raise
         except duckdb.Error as error:
             refused = error
         return self._load_refused_by_duckdb(connection, table, columns, path, refused)
