@@ -513,6 +513,11 @@ def _record(
                     content_hash=change.content_hash,
                     request_id=attempts.request_id,
                     seen_at=now,
+                    payload=change.payload,
+                    checkin=change.checkin,
+                    checkout=change.checkout,
+                    status=str(change.status_after),
+                    connection=recorder.connection,
                 )
             )
     else:
