@@ -46,10 +46,9 @@ def test_a_unit_and_a_future_stay_whose_answers_were_lost_are_retired_when_they_
     assert sync_batches(batches_of(source), settings, policy=CANCEL_FUTURE).status == "succeeded"
     source[Entity.ACCOMMODATION].append(("demo", unit("U-lost")))
     source[Entity.RESERVATION].append(("demo", reservation("R-lost", "U0", 10)))
-    # Stored by the service, every answer lost: both stay possibly stored.
-    service.set_faults(
-        misbehave_next=2 * EVERY_ATTEMPT, misbehaviour=Misbehaviour.RESET_AFTER_HEADERS
-    )
+    # Stored by the service, every answer lost (the issue's `--drop-rate 1`): both stay
+    # possibly stored.
+    service.set_faults(drop_rate=1)
     lost = sync_batches(batches_of(source), settings, policy=CANCEL_FUTURE)
     service.set_faults()
     source[Entity.ACCOMMODATION].pop()
