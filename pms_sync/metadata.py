@@ -178,6 +178,7 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         ),
         "disagreements": dg.MetadataValue.int(len(push.disagreements)),
         "unconfirmed": dg.MetadataValue.int(push.unconfirmed),
+        "resent_after_lost_answer": dg.MetadataValue.int(push.resent_after_lost_answer),
         **{outcome: dg.MetadataValue.int(outcomes[outcome]) for outcome in map(str, OUTCOMES)},
         "requests": dg.MetadataValue.int(report.requests),
         "records": dg.MetadataValue.int(extracted),

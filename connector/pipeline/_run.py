@@ -251,6 +251,9 @@ class SyncReport:
                 for d in self.push.disagreements[:_SAMPLE]
             ],
             "disagreements_total": len(self.push.disagreements),
+            # "skipped" or "already known" answers a lost answer explains: re-sends, not
+            # disagreements.
+            "resent_after_lost_answer": self.push.resent_after_lost_answer,
             "dead_letters": self.dead_letters,
             "quarantine": self.quarantine,
             "quarantine_sample": self.quarantine_sample,

@@ -319,7 +319,9 @@ async def push_plan_async(
             recorder = _Recorder(snapshot, options, recorded, plan.connection)
             try:
                 for entity, rows in _phase_rows(plan.changes):
-                    phase: Iterable[_Change] = _changes_at(plan.changes, recorded, rows)
+                    phase: Iterable[_Change] = _changes_at(
+                        plan.changes, recorded, rows, recorder.mark_in_flight
+                    )
                     if entity == Entity.ACCOMMODATION:
                         phase = list(phase)  # whole: its answers decide which reservations are held
                     else:
@@ -374,12 +376,20 @@ def _phase_rows(frame: pd.DataFrame) -> list[tuple[Entity, np.ndarray]]:
     ]
 
 
-def _changes_at(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> Iterator[_Change]:
+def _changes_at(
+    frame: pd.DataFrame,
+    recorded: pa.Table,
+    rows: np.ndarray,
+    before_slice: Callable[[list[_Change]], None],
+) -> Iterator[_Change]:
     """The changes of the plan rows at ``rows``, made a slice at a time as they are taken
-    (``recorded``: the plan's :func:`recorded_columns`)."""
+    (``recorded``: the plan's :func:`recorded_columns`); ``before_slice`` sees each slice
+    before its first change is sent (the recorder's write-ahead mark)."""
     for start in range(0, len(rows), _CHANGES_AT_ONCE):
         taken = rows[start : start + _CHANGES_AT_ONCE]
-        yield from _changes_of(frame.iloc[taken], recorded, taken)
+        changes = _changes_of(frame.iloc[taken], recorded, taken)
+        before_slice(changes)
+        yield from changes
 
 
 def _changes_of(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> list[_Change]:
@@ -558,6 +568,7 @@ async def _send(
     ):
         _settle(result, change, Outcome.PENDING)
         return
+    recorder.sending(change)
     attempts = await client.send_record(
         change.entity, change.account_id, change.event, change.payload
     )
@@ -572,6 +583,7 @@ def _record(
     result.tally(change.entity, change.account_id)["requests"] += attempts.attempts
     result.checkin_tally(change)["requests"] += attempts.attempts
     now = datetime.now(UTC).replace(tzinfo=None)
+    recorder.answered(change)
     found: list[Contradiction] = []
     if attempts.delivery in (Delivery.ACKNOWLEDGED, Delivery.UNCONFIRMED):
         found = _check_answer(change, attempts, result, recorder.may_hold(change))
@@ -610,6 +622,11 @@ def _record(
                     content_hash=change.content_hash,
                     request_id=attempts.request_id,
                     seen_at=now,
+                    payload=change.payload,
+                    checkin=change.checkin,
+                    checkout=change.checkout,
+                    status=str(change.status_after),
+                    connection=recorder.connection,
                 )
             )
     else:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -112,6 +113,10 @@ class _Recorder:
         # rest from the plan's columns.
         self._acknowledged: list[tuple[int, datetime, str | None]] = []
         self._answers: list[Refusal | PossiblyStored | DriftEvent] = []
+        # Write-ahead marks waiting for the writer, each with the event its sender waits on.
+        self._marks: list[tuple[list[PossiblyStored], threading.Event]] = []
+        self.push_id = uuid.uuid4().hex  # names this push's write-ahead marks
+        self._unanswered: set[tuple[str, str, str]] = set()  # sent, no answer recorded yet
         self._lock = threading.Lock()  # guards the buffers and _closing
         self._wake = threading.Event()
         self._closing = False
@@ -132,6 +137,45 @@ class _Recorder:
 
     def drift(self, event: DriftEvent) -> None:
         self._add(self._answers, event)
+
+    def mark_in_flight(self, changes: Sequence[_Change]) -> None:
+        """Write-ahead: commit a slice's changes as possibly stored before any is sent, so a
+        process killed with requests in flight leaves them possibly stored. Blocks until
+        committed; re-sends of acknowledged content need no mark."""
+        now = datetime.now(UTC).replace(tzinfo=None)
+        marks = [
+            PossiblyStored(
+                account_id=change.account_id,
+                entity=change.entity,
+                record_id=change.record_id,
+                content_hash=change.content_hash,
+                request_id=None,
+                seen_at=now,
+                payload=change.payload,
+                checkin=change.checkin,
+                checkout=change.checkout,
+                status=str(change.status_after),
+                connection=self.connection,
+                in_flight=self.push_id,
+            )
+            for change in changes
+            if change.reason != "forced" and change.reason not in RESEND_REASONS
+        ]
+        if not marks:
+            return
+        committed = threading.Event()
+        with self._lock:
+            self._marks.append((marks, committed))
+        self._wake.set()
+        while not committed.wait(0.05) and self._thread.is_alive():
+            pass
+        self._raise_if_failed()
+
+    def sending(self, change: _Change) -> None:
+        self._unanswered.add((change.account_id, str(change.entity), change.record_id))
+
+    def answered(self, change: _Change) -> None:
+        self._unanswered.discard((change.account_id, str(change.entity), change.record_id))
 
     def drift_open(self, change: _Change) -> bool:
         """Whether the record had open drift when the push started."""
@@ -166,6 +210,9 @@ class _Recorder:
         self._wake.set()
         self._thread.join()
         self._raise_if_failed()
+        # Marks of changes answered (or never sent) go; those still in flight (a cancelled
+        # push) stay possibly stored.
+        self.snapshot.clear_in_flight(self.push_id, self._unanswered)
 
     def _raise_if_failed(self) -> None:
         # A failed commit (a full disk) fails the push, as it did on the loop: the answers
@@ -180,13 +227,18 @@ class _Recorder:
             self._wake.clear()
             with self._lock:  # emptied, not replaced: _add holds the lists it appends to
                 acknowledged, answers = self._acknowledged.copy(), self._answers.copy()
+                marks = self._marks.copy()
                 self._acknowledged.clear()
                 self._answers.clear()
+                self._marks.clear()
                 closing = self._closing  # read with the swap: nothing is appended after it
             refusals = [a for a in answers if isinstance(a, Refusal)]
             possible = [a for a in answers if isinstance(a, PossiblyStored)]
             drift = [a for a in answers if isinstance(a, DriftEvent)]
             try:
+                self.snapshot.mark_in_flight([mark for batch, _ in marks for mark in batch])
+                for _, committed in marks:
+                    committed.set()
                 # Possibly-stored first: an acknowledgement in the same batch clears it.
                 self.snapshot.record_possibly_stored(possible)
                 if acknowledged:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import datetime
@@ -92,12 +92,21 @@ known AS NOT MATERIALIZED (
     SELECT account_id, record_id, content_hash, checkin, checkout, status, connection
     FROM acknowledged WHERE entity = $entity
 ),
+-- A change whose answer was lost may be stored: gone from the export, it is retired like an
+-- acknowledged record (as active: a lost retirement is re-sent until acknowledged).
+possibly AS (
+    SELECT p.account_id, p.record_id, p.content_hash, p.checkin, p.checkout,
+           'active' AS status, p.connection, true AS possibly
+    FROM possibly_stored AS p ANTI JOIN known AS k USING (account_id, record_id)
+    WHERE p.entity = $entity AND p.payload IS NOT NULL
+),
 -- Only where a policy retires missing records, or to keep a quarantined record's last
 -- version, is a record missing from the export looked at.
 missing AS (
     SELECT k.account_id, k.record_id, k.content_hash, k.checkin, k.checkout, k.status,
-           k.connection
-    FROM known AS k ANTI JOIN incoming AS i USING (account_id, record_id)
+           k.connection, k.possibly
+    FROM (SELECT *, false AS possibly FROM known UNION ALL BY NAME SELECT * FROM possibly) AS k
+    ANTI JOIN incoming AS i USING (account_id, record_id)
     WHERE $only_ids_all AND ($on_missing <> 'ignore' OR EXISTS (
         SELECT 1 FROM elsewhere_frame AS q
         WHERE q.quarantined AND q.account_id = k.account_id AND q.record_id = k.record_id))
@@ -164,6 +173,7 @@ decided AS (
             WHEN quarantined THEN 'quarantined'
             WHEN $all_unidentified OR list_contains($unidentified, account_id)
                 THEN 'unidentified_rows'
+            WHEN possibly THEN 'possibly_stored_gone'
             ELSE 'missing_from_export'
         END AS reason
     FROM joined
@@ -172,7 +182,9 @@ SELECT account_id, record_id, action, reason,
        CASE WHEN present AND action <> 'skip' THEN new_row END AS source_row,
        CASE WHEN present THEN new_hash ELSE old_hash END AS content_hash,
        checkin, checkout, present,
-       NOT present AND reason IN ('missing_from_export', 'unidentified_rows') AS retiring
+       NOT present
+           AND reason IN ('missing_from_export', 'unidentified_rows', 'possibly_stored_gone')
+           AS retiring
 FROM decided
 WHERE action IS NOT NULL AND reason <> 'unchanged'
 """
@@ -185,27 +197,37 @@ _PRESENT_SIDE = """
            i._row AS new_row, i.content_hash AS new_hash,
            coalesce(i.checkin, k.checkin) AS checkin, coalesce(i.checkout, k.checkout) AS checkout,
            k.record_id IS NOT NULL AS known, k.content_hash AS old_hash,
-           k.status AS old_status, k.connection AS owner
+           k.status AS old_status, k.connection AS owner, false AS possibly
     FROM to_decide AS i LEFT JOIN known AS k USING (account_id, record_id)
 """
 _MISSING_SIDE = """
     SELECT false AS present, account_id, record_id, NULL::BIGINT AS new_row,
            NULL::VARCHAR AS new_hash, checkin, checkout, true AS known,
-           content_hash AS old_hash, status AS old_status, connection AS owner
+           content_hash AS old_hash, status AS old_status, connection AS owner, possibly
     FROM missing
 """
 _DIFF_SIDES = tuple(_DIFF_SQL.replace("{sides}", side) for side in (_PRESENT_SIDE, _MISSING_SIDE))
 
-# The records the diff would retire, with their last payload: those whose last payload already
-# says INACTIVE (deactivate) or CANCELLED (cancel) are retired already and drop out.
+# The records the diff would retire, with their last payload: those whose last acknowledged
+# payload already says INACTIVE (deactivate) or CANCELLED (cancel) are retired already and drop
+# out. A possibly stored record (never acknowledged) is retired until a retirement is.
 _RETIRED_SQL = """
+WITH last_sent AS (
+    SELECT account_id, record_id, payload, false AS possibly
+    FROM acknowledged WHERE entity = $entity
+    UNION ALL
+    SELECT p.account_id, p.record_id, p.payload, true AS possibly
+    FROM possibly_stored AS p
+    WHERE p.entity = $entity AND p.payload IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM acknowledged AS k WHERE k.entity = $entity
+          AND k.account_id = p.account_id AND k.record_id = p.record_id)
+)
 SELECT r.account_id, r.record_id, r.action, r.reason,
        CASE WHEN r.action = 'skip' THEN NULL ELSE a.payload END AS payload,
        r.content_hash, r.checkin, r.checkout, r.present
 FROM retiring_frame AS r
-JOIN acknowledged AS a
-  ON a.entity = $entity AND a.account_id = r.account_id AND a.record_id = r.record_id
-WHERE coalesce(json_extract_string(a.payload, '$.status'), '')
+JOIN last_sent AS a ON a.account_id = r.account_id AND a.record_id = r.record_id
+WHERE a.possibly OR coalesce(json_extract_string(a.payload, '$.status'), '')
       <> CASE WHEN $on_missing = 'deactivate' THEN $inactive ELSE $cancelled END
 """
 
@@ -220,6 +242,13 @@ held AS (
     SELECT a.account_id, a.record_id, a.payload FROM acknowledged AS a
     SEMI JOIN (SELECT DISTINCT account_id FROM candidates) AS c USING (account_id)
     WHERE a.entity = 'reservation' AND a.status <> 'cancelled' AND a.checkout >= $today
+    UNION ALL
+    -- A stay whose answer was lost may be held by the service: it protects its unit too.
+    SELECT p.account_id, p.record_id, p.payload FROM possibly_stored AS p
+    SEMI JOIN (SELECT DISTINCT account_id FROM candidates) AS c USING (account_id)
+    WHERE p.entity = 'reservation' AND p.payload IS NOT NULL AND p.checkout >= $today
+      AND NOT EXISTS (SELECT 1 FROM acknowledged AS a WHERE a.entity = 'reservation'
+                      AND a.account_id = p.account_id AND a.record_id = p.record_id)
 ),
 reservations AS (
     SELECT * FROM held ANTI JOIN incoming_frame USING (account_id, record_id)
@@ -407,11 +436,49 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             cursor.register("possible_frame", frame)
             cursor.execute(
                 """
-                INSERT OR REPLACE INTO possibly_stored
+                INSERT OR REPLACE INTO possibly_stored BY NAME
                 SELECT account_id, entity, record_id, content_hash,
-                       CAST(request_id AS VARCHAR), CAST(seen_at AS TIMESTAMP)
+                       CAST(request_id AS VARCHAR) AS request_id,
+                       CAST(seen_at AS TIMESTAMP) AS seen_at,
+                       CAST(payload AS VARCHAR) AS payload, CAST(checkin AS DATE) AS checkin,
+                       CAST(checkout AS DATE) AS checkout, CAST(status AS VARCHAR) AS status,
+                       CAST(connection AS VARCHAR) AS connection,
+                       CAST(in_flight AS VARCHAR) AS in_flight
                 FROM possible_frame
                 """
+            )
+
+    def mark_in_flight(self, changes: Sequence[PossiblyStored]) -> None:
+        if not changes:
+            return
+        frame = _frame_of(changes, PossiblyStored)
+        frame["entity"] = frame["entity"].astype(str)
+        with self._transaction() as cursor:
+            cursor.register("possible_frame", frame)
+            cursor.execute(
+                """
+                INSERT OR IGNORE INTO possibly_stored BY NAME
+                SELECT account_id, entity, record_id, content_hash,
+                       CAST(seen_at AS TIMESTAMP) AS seen_at,
+                       CAST(payload AS VARCHAR) AS payload, CAST(checkin AS DATE) AS checkin,
+                       CAST(checkout AS DATE) AS checkout, CAST(status AS VARCHAR) AS status,
+                       CAST(connection AS VARCHAR) AS connection,
+                       CAST(in_flight AS VARCHAR) AS in_flight
+                FROM possible_frame
+                """
+            )
+
+    def clear_in_flight(self, in_flight: str, keep: Collection[tuple[str, str, str]]) -> None:
+        kept = pd.DataFrame(list(keep), columns=["account_id", "entity", "record_id"], dtype=str)
+        with self._transaction() as cursor:
+            cursor.register("kept_frame", kept)
+            cursor.execute(
+                """
+                DELETE FROM possibly_stored AS p WHERE in_flight = ? AND NOT EXISTS (
+                    SELECT 1 FROM kept_frame AS k WHERE k.account_id = p.account_id
+                      AND k.entity = p.entity AND k.record_id = p.record_id)
+                """,
+                [in_flight],
             )
 
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:

@@ -308,6 +308,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        12,
+        "possibly stored changes keep what reconciliation needs",
+        (
+            # The service may hold a change whose answer was lost: if its record leaves the
+            # export, it is retired like an acknowledged one (its payload with the status
+            # changed), its dates feed the windows and a stay's protection of its unit.
+            "ALTER TABLE possibly_stored ADD COLUMN payload VARCHAR",
+            "ALTER TABLE possibly_stored ADD COLUMN checkin DATE",
+            "ALTER TABLE possibly_stored ADD COLUMN checkout DATE",
+            "ALTER TABLE possibly_stored ADD COLUMN status VARCHAR",
+            "ALTER TABLE possibly_stored ADD COLUMN connection VARCHAR",
+            # Set on a push's write-ahead mark (the push's id): a change about to be sent is
+            # possibly stored until its answer says otherwise, so a SIGKILL leaves it marked.
+            "ALTER TABLE possibly_stored ADD COLUMN in_flight VARCHAR",
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

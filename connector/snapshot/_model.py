@@ -158,6 +158,13 @@ class PossiblyStored:
     content_hash: str
     request_id: str | None
     seen_at: datetime
+    # What reconciliation needs if the record leaves the export before it is acknowledged.
+    payload: str | None = None
+    checkin: date | None = None
+    checkout: date | None = None
+    status: str | None = None  # the RecordStatus the change would record
+    connection: str | None = None
+    in_flight: str | None = None  # the push whose write-ahead mark this is, until answered
 
 
 @dataclass(frozen=True)

@@ -163,15 +163,16 @@ class PostgresSnapshot(PortableReads):
         entity = str(request.entity)
         with self._scratch() as memory:
             self._pull_decision_rows(memory, request.entity, accounts)
-            _load(
-                memory,
-                "dead_letters",
-                self._query(
-                    "SELECT * FROM dead_letters WHERE entity = :entity "
-                    "AND account_id = ANY(:accounts)",
-                    {"entity": entity, "accounts": sorted(accounts)},
-                ),
-            )
+            for table in ("dead_letters", "possibly_stored"):
+                _load(
+                    memory,
+                    table,
+                    self._query(
+                        f"SELECT * FROM {table} WHERE entity = :entity "
+                        "AND account_id = ANY(:accounts)",
+                        {"entity": entity, "accounts": sorted(accounts)},
+                    ),
+                )
             result = DuckDBSnapshot(memory, self.location, read_only=True).diff(request)
             revalidated = _revalidated(memory, request) if not self.read_only else []
         if revalidated:
@@ -188,6 +189,15 @@ class PostgresSnapshot(PortableReads):
                     "SELECT * FROM acknowledged WHERE entity = 'reservation' "
                     "AND status <> 'cancelled' AND checkout >= :today "
                     "AND account_id = ANY(:accounts)",
+                    {"today": request.today, "accounts": accounts},
+                ),
+            )
+            _load(
+                memory,
+                "possibly_stored",
+                self._query(
+                    "SELECT * FROM possibly_stored WHERE entity = 'reservation' "
+                    "AND checkout >= :today AND account_id = ANY(:accounts)",
                     {"today": request.today, "accounts": accounts},
                 ),
             )
@@ -248,6 +258,38 @@ class PostgresSnapshot(PortableReads):
         rows = _latest_per_key([_row(change) for change in changes])
         with self._transaction() as connection:
             _upsert(connection, "possibly_stored", rows, ("account_id", "entity", "record_id"))
+
+    def mark_in_flight(self, changes: Sequence[PossiblyStored]) -> None:
+        if not changes:
+            return
+        rows = _latest_per_key([_row(change) for change in changes])
+        with self._transaction() as connection:
+            _upsert(
+                connection,
+                "possibly_stored",
+                rows,
+                ("account_id", "entity", "record_id"),
+                replace=False,
+            )
+
+    def clear_in_flight(self, in_flight: str, keep: Collection[tuple[str, str, str]]) -> None:
+        kept = sorted(keep)
+        with self._transaction() as connection:
+            connection.execute(
+                sa.text(
+                    "DELETE FROM possibly_stored AS p WHERE in_flight = :token AND NOT EXISTS ("
+                    "SELECT 1 FROM unnest(CAST(:accounts AS text[]), CAST(:entities AS text[]), "
+                    "CAST(:records AS text[])) AS k(account_id, entity, record_id) "
+                    "WHERE k.account_id = p.account_id AND k.entity = p.entity "
+                    "AND k.record_id = p.record_id)"
+                ),
+                {
+                    "token": in_flight,
+                    "accounts": [key[0] for key in kept],
+                    "entities": [key[1] for key in kept],
+                    "records": [key[2] for key in kept],
+                },
+            )
 
     def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
         if not len(records):
@@ -1060,14 +1102,20 @@ def _upsert(
     table: str,
     rows: Sequence[Mapping[str, object]],
     keys: Sequence[str],
+    *,
+    replace: bool = True,
 ) -> None:
-    """Insert the rows, replacing those with the same key (DuckDB's INSERT OR REPLACE)."""
+    """Insert the rows, replacing those with the same key (DuckDB's INSERT OR REPLACE), or
+    keeping them (``replace`` False: INSERT OR IGNORE)."""
     columns = list(rows[0])
     target = sa.table(table, *(sa.column(name) for name in columns))
     insert = pg_insert(target)
-    replace = {name: insert.excluded[name] for name in columns if name not in keys}
+    if not replace:
+        connection.execute(insert.on_conflict_do_nothing(index_elements=list(keys)), list(rows))
+        return
+    replaced = {name: insert.excluded[name] for name in columns if name not in keys}
     connection.execute(
-        insert.on_conflict_do_update(index_elements=list(keys), set_=replace), list(rows)
+        insert.on_conflict_do_update(index_elements=list(keys), set_=replaced), list(rows)
     )
 
 

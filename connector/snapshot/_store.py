@@ -74,6 +74,16 @@ class SnapshotStore(Protocol):
         an acknowledgement of the record clears it."""
         ...
 
+    def mark_in_flight(self, changes: Sequence[PossiblyStored]) -> None:
+        """Write-ahead: remember changes about to be sent as possibly stored (``in_flight``
+        names the push), keeping a record's earlier mark."""
+        ...
+
+    def clear_in_flight(self, in_flight: str, keep: Collection[tuple[str, str, str]]) -> None:
+        """Forget the push's write-ahead marks no lost answer replaced, but those of ``keep``
+        ((account_id, entity, record_id) sent and never answered)."""
+        ...
+
     def possibly_stored(self) -> dict[tuple[str, str, str], str]:
         """(account_id, entity, record_id) → content hash of each change that may be stored."""
         ...

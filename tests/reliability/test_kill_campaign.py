@@ -100,9 +100,13 @@ def test_a_sync_killed_at_random_points_then_rerun_always_leaves_exactly_the_sou
             batches, settings, policy=policy, allow_mass_change=True, release_units_with_stays=True
         )
         found = differences(clean_sandbox, batches)
-        if not rerun.push.complete or any(found.values()):
-            problems.append(f"run {runs} (kill after {delay:.2f} s): {rerun.outcomes} {found}")
-        resent += len(rerun.push.disagreements)  # the service already held that content
+        if not rerun.push.complete or any(found.values()) or rerun.push.disagreements:
+            problems.append(
+                f"run {runs} (kill after {delay:.2f} s): {rerun.outcomes} {found} "
+                f"{rerun.push.disagreements}"
+            )
+        # The service already held that content: a re-send after a lost answer (write-ahead).
+        resent += rerun.push.resent_after_lost_answer
     batches, policy = load_batches(mapping)
     final = sync_batches(
         batches, settings, policy=policy, allow_mass_change=True, release_units_with_stays=True
