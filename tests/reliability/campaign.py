@@ -237,9 +237,16 @@ class ForkServer:
         assert line, f"the fork server ended with {self.process.wait()}"
         return json.loads(line)
 
-    def start(self, args: list[str], env: dict[str, str], log: Path) -> int:
+    def start(
+        self, args: list[str], env: dict[str, str], log: Path, stderr: Path | None = None
+    ) -> int:
+        """Fork a `pms-sync ARGS` child writing stdout to ``log`` and stderr to ``stderr``
+        (to ``log`` too when None); its pid."""
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"args": args, "env": env, "log": str(log)}) + "\n")
+        request: dict[str, object] = {"args": args, "env": env, "log": str(log)}
+        if stderr is not None:
+            request["stderr"] = str(stderr)
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         return self._read()["pid"]
 

@@ -7,7 +7,8 @@ maps MAPPING once to warm up), then forks a child per request that runs the real
 entry point with the requested arguments and environment. Each child is an ordinary process
 with its own pid, its own DuckDB connection and sockets, and can be SIGKILLed like any.
 
-Protocol, one JSON object per line: the test writes ``{"args": [...], "env": {...}, "log": path}``;
+Protocol, one JSON object per line: the test writes ``{"args": [...], "env": {...}, "log": path}``
+(and optionally ``"stderr": path``, to keep standard error apart from standard output);
 this process answers ``{"pid": N}`` when the child starts and ``{"pid": N, "returncode": R}`` when
 it ends (R < 0: killed by signal -R), then waits for the next request. End of input: exit.
 """
@@ -34,6 +35,9 @@ def main(warm_up_mapping: str) -> None:
                 with open(request["log"], "w") as log:
                     os.dup2(log.fileno(), 1)
                     os.dup2(log.fileno(), 2)
+                if "stderr" in request:
+                    with open(request["stderr"], "w") as errors:
+                        os.dup2(errors.fileno(), 2)
                 os.environ.update(request["env"])
                 sys.argv = ["pms-sync", *request["args"]]
                 pms_sync()

@@ -4,7 +4,11 @@ Seeded random rounds. Each round edits the PMS's export (adds, changes, removals
 stays, rows turned invalid and fixed again, a key column blanked now and then), turns on a mix
 of service faults and misbehaviours (500s, dropped answers, HTML and empty 200s, error JSON,
 counts of the wrong type or of nothing, redirects, resets after the headers), and syncs until
-the plan is delivered: some runs are real `pms-sync sync` processes SIGKILLed at a random point.
+the plan is delivered: some runs are real `pms-sync sync` processes stopped at a random point,
+half of them by SIGKILL, half by SIGTERM (a graceful stop: exit 0, 3, 5 or 7 within the read
+timeout + 10 s, stdout one JSON document). Every round after the first also makes ghost
+candidates: a new unit with two future stays is synced while the service loses every answer
+(the records may be stored, nothing is confirmed), then their rows leave the export.
 Then the faults stop, one clean run completes the round, and the campaign asserts what the
 service must hold:
 
@@ -13,7 +17,10 @@ service must hold:
 - nothing deactivated or cancelled that is still in the export (valid, invalid or without an
   id), and no unit deactivated while the service holds a stay in it ending today or later;
 - every record truly gone from the export retired (units inactive unless held for their stays,
-  future stays cancelled), unless a row without an id held the account's reconciliation;
+  future stays cancelled), unless a row without an id held the account's reconciliation; the
+  ghost candidates included: 0 ghosts;
+- the clean run ends `succeeded` or `blocked` (a unit held for its stays), never `disagreed`:
+  a lost answer followed by "skipped" is a re-send, so 0 false disagreements;
 - after every run, killed or not, nothing in the snapshot recorded as acknowledged in a
   version the service never stored.
 
@@ -62,7 +69,11 @@ ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
 # change what the service holds. PMS_SYNC_TRUST_REFRESH=off runs the campaign without it.
 REFRESH = os.environ.get("PMS_SYNC_TRUST_REFRESH", "3d")
 MAX_FAULTY_RUNS = 4
-KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, SIGKILLed
+KILL_SHARE = 0.3  # of the later faulty runs (the first always is): a real process, stopped
+SIGTERM_SHARE = 0.5  # of the stopped processes: SIGTERM (a graceful stop), the others SIGKILL
+READ_TIMEOUT_S = 2.0  # the forked runs' PMS_SYNC_TIMEOUT
+STOP_BOUND_S = READ_TIMEOUT_S + 10  # a SIGTERMed run has ended by then (docs/cli.md)
+STOPPED_EXIT_CODES = {0, 3, 5, 7}  # finished anyway, incomplete, held, or stopped
 TODAY = date.today()
 
 # The campaigns' connection, with the country read from the export (so a unit can turn
@@ -127,6 +138,22 @@ class Export:
             "departure": (arrival + timedelta(days=rng.randrange(1, 10))).isoformat(),
             "adults": str(rng.randrange(1, 5)),
         }
+
+    def add_ghost_candidates(self, rng: random.Random) -> list[tuple[str, str]]:
+        """A new unit and two future stays in it; their (entity, id)."""
+        self.add_unit(rng)
+        unit = f"U{self.serial}"
+        keys = [("accommodation", unit)]
+        for _ in range(2):
+            self.add_stay(rng)
+            self.stays[f"S{self.serial}"]["unit_id"] = unit
+            keys.append(("reservation", f"S{self.serial}"))
+        return keys
+
+    def remove(self, keys: list[tuple[str, str]]) -> None:
+        for entity, key in keys:
+            (self.units if entity == "accommodation" else self.stays).pop(key, None)
+            self.broken.discard(key)
 
     def edit(self, rng: random.Random) -> Counter[str]:
         done: Counter[str] = Counter()
@@ -237,7 +264,13 @@ def upcoming_stays_by_unit(held: dict[tuple[str, str], str]) -> set[str]:
 class Tally:
     runs: int = 0
     kills: int = 0
+    sigterms: int = 0
+    stopped_exits: Counter[int] = field(default_factory=Counter)
     changed: int = 0
+    ghosts: list[str] = field(default_factory=list)
+    ghost_checks: int = 0  # candidates judged at a round's end (a keyless row holds them all)
+    false_disagreements: list[str] = field(default_factory=list)
+    bad_stops: list[str] = field(default_factory=list)
     false_acknowledgements: list[str] = field(default_factory=list)
     wrong_retirements: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
@@ -267,10 +300,12 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
         "PMS_SYNC_CONCURRENCY": "2",
         "PMS_SYNC_MAX_ATTEMPTS": "2",
         "PMS_SYNC_REFRESH": REFRESH,
+        "PMS_SYNC_TIMEOUT": str(READ_TIMEOUT_S),
     }
     tally = Tally()
     ever_stored: set[tuple[tuple[str, str], str]] = set()
     last_valid: dict[tuple[str, str], str] = {}
+    ghost_candidates: set[tuple[str, str]] = set()
     requests_before = sync_requests(clean_sandbox)
     started = time.monotonic()
 
@@ -281,9 +316,42 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
             if (key, version) not in ever_stored:
                 tally.false_acknowledgements.append(f"run {tally.runs}: {key}")
 
+    def stop_forked_run(mapping: Path) -> None:
+        """A real `pms-sync sync` process, SIGKILLed or SIGTERMed at a random point."""
+        log = tmp_path / f"run-{tally.runs}.log"
+        pid = fork_server.start(["sync", str(mapping), "--json"], env, log, log.with_suffix(".err"))
+        # A forked run reads, diffs and starts pushing within about a second here.
+        time.sleep(rng.uniform(0.3, 1.5))
+        graceful = rng.random() < SIGTERM_SHARE
+        signalled = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM if graceful else signal.SIGKILL)
+        code = fork_server.wait()
+        if not graceful:
+            tally.kills += code == -signal.SIGKILL
+            return
+        tally.sigterms += 1
+        tally.stopped_exits[code] += 1
+        took = time.monotonic() - signalled
+        problem = _stop_problem(code, took, log.read_text())
+        if problem:
+            tally.bad_stops.append(f"run {tally.runs}: {problem}")
+
     for round_number in range(ROUNDS):
         if round_number:
             tally.edits.update(export.edit(rng))
+            # Ghost candidates: delivered while every answer is lost, then gone from the export.
+            candidates = export.add_ghost_candidates(rng)
+            ghost_candidates.update(candidates)
+            lossy = export.write(folder)
+            clean_sandbox.set_faults(drop_rate=1.0, seed=SEED + round_number)
+            tally.runs += 1
+            batches, policy = load_batches(lossy)
+            sync_batches(
+                batches, settings, policy=policy, guard=GuardRules.from_mapping(load_mapping(lossy))
+            )
+            after_run()
+            export.remove(candidates)
         mapping = export.write(folder)
         guard = GuardRules.from_mapping(load_mapping(mapping))
         planned = plan_sync(mapping, settings)
@@ -299,14 +367,7 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
         for attempt in range(MAX_FAULTY_RUNS):
             tally.runs += 1
             if attempt == 0 or rng.random() < KILL_SHARE:
-                pid = fork_server.start(
-                    ["sync", str(mapping), "--json"], env, tmp_path / f"run-{tally.runs}.log"
-                )
-                # A forked run reads, diffs and starts pushing within about a second here.
-                time.sleep(rng.uniform(0.3, 1.5))
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                tally.kills += fork_server.wait() == -signal.SIGKILL
+                stop_forked_run(mapping)
                 after_run()
                 continue
             batches, policy = load_batches(mapping)
@@ -319,9 +380,14 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
         batches, policy = load_batches(mapping)
         final = sync_batches(batches, settings, policy=policy, guard=guard)
         after_run()
-        # A SIGKILL between a stored answer and its commit may leave a "skipped" to come:
-        # a disagreement, not a failure. Anything else must be delivered now.
-        assert final.status in ("succeeded", "disagreed"), final.to_json_dict()
+        # Everything is delivered now; a unit whose stays the service holds may stay held.
+        if final.status == "disagreed":
+            tally.false_disagreements.extend(
+                f"round {round_number}: {d['entity']} {d['record_id']}: {d['detail']}"
+                for d in final.to_json_dict()["disagreements"]
+            )
+        else:
+            assert final.status in ("succeeded", "blocked"), final.to_json_dict()
 
         held = stored_versions(clean_sandbox)
         valid = valid_versions(batches)
@@ -333,6 +399,7 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
                     f"round {round_number}: {key} {_difference(held.get(key), version)}"
                 )
         with_stays = upcoming_stays_by_unit(held)
+        tally.ghost_checks += 0 if export.keyless else len(ghost_candidates)
         for key, version in held.items():
             status = json.loads(version)["status"]
             retired = status in ("INACTIVE", "CANCELLED")
@@ -344,6 +411,8 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
             gone = key not in present and not export.keyless  # a keyless row holds them all
             if not retired and gone and not held_for_stays:
                 tally.not_retired.append(f"round {round_number}: {key}")
+                if key in ghost_candidates:
+                    tally.ghosts.append(f"round {round_number}: {key}")
 
     stats = clean_sandbox.stats()
     requests = sync_requests(clean_sandbox) - requests_before
@@ -366,15 +435,26 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
             "wrong_deactivations_or_cancellations": len(tally.wrong_retirements),
             "false_acknowledgements": len(tally.false_acknowledgements),
             "not_retired": len(tally.not_retired),
+            "sigterms": tally.sigterms,
+            "sigterm_exit_codes": {str(code): n for code, n in sorted(tally.stopped_exits.items())},
+            "bad_stops": len(tally.bad_stops),
+            "ghost_candidates": len(ghost_candidates),
+            "ghosts": len(tally.ghosts),
+            "ghost_checks": tally.ghost_checks,
+            "false_disagreements": len(tally.false_disagreements),
             "campaign_s": round(time.monotonic() - started, 1),
         },
     )
     assert tally.false_acknowledgements == []
     assert tally.wrong_retirements == []
     assert tally.lost == []
+    assert tally.ghosts == []
     assert tally.not_retired == []
+    assert tally.false_disagreements == []
+    assert tally.bad_stops == []
     assert tally.edits["break"] and tally.edits["remove"]
     assert sum(stats.get("injected", {}).values()) > 0 and tally.kills > 0
+    assert tally.sigterms > 0 and (ROUNDS < 2 or tally.ghost_checks)
 
 
 def _difference(held: str | None, expected: str) -> str:
@@ -386,3 +466,19 @@ def _difference(held: str | None, expected: str) -> str:
         for name in sorted(set(have) | set(want))
         if have.get(name) != want.get(name)
     )
+
+
+def _stop_problem(code: int, took: float, stdout: str) -> str | None:
+    """What is wrong with a SIGTERMed run's end, or None: a documented exit code within the
+    bound, and stdout exactly one JSON document carrying that code."""
+    if code not in STOPPED_EXIT_CODES:
+        return f"exit {code}"
+    if took > STOP_BOUND_S:
+        return f"ended {took:.1f} s after SIGTERM (bound {STOP_BOUND_S:.0f} s)"
+    try:
+        document = json.loads(stdout)
+    except json.JSONDecodeError:
+        return f"stdout is not one JSON document: {stdout[:200]!r}"
+    if document.get("exit_code") != code:
+        return f"the JSON says exit {document.get('exit_code')}, the process {code}"
+    return None
