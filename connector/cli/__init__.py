@@ -40,6 +40,8 @@ class _Commands(click.Group):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        # The process's own command line: the command's end is the process's end.
+        sync_commands.command_owns_process = args is None
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
         as_json = "--json" in argv

@@ -24,7 +24,9 @@ goes to stderr.
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -34,7 +36,7 @@ from typing import Any
 import click
 
 from connector.cli.account_commands import open_api_options
-from connector.client import effective_windows
+from connector.client import STOP_SIGNALS, effective_windows
 from connector.errors import AuthenticationError, PmsSyncError, RunStopped
 from connector.plan import Force, Plan, backlog, backlog_json, backlog_table
 from connector.push import OUTCOMES
@@ -392,7 +394,16 @@ def exit_code(report: Any) -> int:
     return EXIT_OK
 
 
+command_owns_process = False
+"""True when this process runs one command from its command line (not a test's runner)."""
+
+
 def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
+    if command_owns_process and threading.current_thread() is threading.main_thread():
+        # The run is over and its report final: a stop signal from here on changes nothing,
+        # and the process ends with the report's exit code, not killed while printing it.
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
     code = exit_code(report)
     document = report.to_json_dict() | {"exit_code": code}
     if as_json:

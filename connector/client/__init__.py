@@ -41,7 +41,12 @@ from connector.client._openapi import (
 )
 from connector.client._reachability import ServiceUnreachableError, ensure_reachable
 from connector.client._shared import limiter_key, load_shared_state, save_shared_state
-from connector.client._stop import DEFAULT_MAX_DURATION_S, RunStop, parse_max_duration
+from connector.client._stop import (
+    DEFAULT_MAX_DURATION_S,
+    STOP_SIGNALS,
+    RunStop,
+    parse_max_duration,
+)
 from connector.client._sync import Delivery, SyncAttempts
 from connector.client._tokens import MISSING_TOKEN_HINT, AccountTokens, TokenSource
 
@@ -52,6 +57,7 @@ __all__ = [
     "DOCUMENTED_WINDOWS",
     "MISSING_TOKEN_HINT",
     "REQUEST_ID_HEADER",
+    "STOP_SIGNALS",
     "AccountTokens",
     "AcknowledgementPolicy",
     "AnswerReading",

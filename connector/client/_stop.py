@@ -61,6 +61,7 @@ class RunStop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._requested: asyncio.Event | None = None
         self._forced: asyncio.Event | None = None
+        self._interruption: str | None = None  # the signal raised into the run before its push
 
     @property
     def requested(self) -> bool:
@@ -93,7 +94,8 @@ class RunStop:
         name = signal.Signals(number).name
         if not self.pushing and self._loop is None and self.reason is None:
             self.reason = name
-            raise RunStopped(f"stopped by {name} before the push: nothing was sent")
+            self._interruption = f"stopped by {name} before the push: nothing was sent"
+            raise RunStopped(self._interruption)
         self.request(name, force=self.requested)
 
     @contextlib.contextmanager
@@ -108,6 +110,14 @@ class RunStop:
             signal.signal(number, self._on_signal)
         try:
             yield self
+        except RunStopped:
+            raise
+        except Exception as error:
+            # A signal raised inside a library call comes back as that library's error
+            # (DuckDB: "Query interrupted"): the run was stopped all the same.
+            if self._interruption is not None:
+                raise RunStopped(self._interruption) from error
+            raise
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
