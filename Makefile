@@ -20,6 +20,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # The fuzzing of the sandbox (tests/fuzz) with a large budget (about 10 minutes), then the

@@ -54,7 +54,7 @@ class FingerprintReader(Protocol):
     is used instead.
     """
 
-    def __call__(self, entity: Entity, mapping_fingerprint: str) -> pa.Table | None:
+    def __call__(self, entity: Entity, mapping_fingerprint: str, /) -> pa.Table | None:
         """FINGERPRINT_COLUMNS of the records fingerprinted under ``mapping_fingerprint``."""
         ...
 

@@ -7,6 +7,7 @@ a terminal, Dagster turns it into metadata.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -294,10 +295,12 @@ class SyncReport:
                     "entity": entity,
                     "account_id": account,
                     "found": int(
-                        self.push.by_account.get((entity, account), {}).get("drift_found", 0)
+                        self.push.by_account.get((entity, account), Counter()).get("drift_found", 0)
                     ),
                     "healed": int(
-                        self.push.by_account.get((entity, account), {}).get("drift_healed", 0)
+                        self.push.by_account.get((entity, account), Counter()).get(
+                            "drift_healed", 0
+                        )
                     ),
                     "open": int(self.drift_open.get((entity, account), 0)),
                 }
@@ -844,7 +847,7 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
             (plan.extracted["entity"] == entity) & (plan.extracted["account_id"] == account)
         ]
         actions = plan.counts_by(Entity(entity), account)
-        outcomes = push.by_account.get((entity, account), {})
+        outcomes = push.by_account.get((entity, account), Counter())
         counts.append(
             RunCounts(
                 account_id=account,

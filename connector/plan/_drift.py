@@ -52,8 +52,11 @@ class DriftFinding:
 class AnswerContradiction(Protocol):
     """What :func:`connector.push.answer_contradictions` finds in an answer (its flags)."""
 
-    detail: str
-    unaccounted: bool
+    @property
+    def detail(self) -> str: ...
+
+    @property
+    def unaccounted(self) -> bool: ...
 
 
 def drift_of(

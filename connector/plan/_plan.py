@@ -376,11 +376,11 @@ def build_plan(
     today = today or date.today()
     present_accounts: set[str] = set()
     present_ids: set[str] = set()
-    for batch in batches.values():
+    for mapped in batches.values():
         # Distinct values first: the records of a nightly run are ~all carried (1M at 1M).
-        present_accounts.update(str(account) for account in batch.records["account_id"].unique())
+        present_accounts.update(str(account) for account in mapped.records["account_id"].unique())
         if force.only_ids is not None:
-            present_ids.update(batch.records["record_id"].astype(str))
+            present_ids.update(mapped.records["record_id"].astype(str))
     scope = policy.accounts if policy.accounts is not None else frozenset(present_accounts)
 
     diffs: dict[Entity, tuple[pd.DataFrame, pd.DataFrame]] = {}

@@ -322,15 +322,23 @@ async def push_plan_async(
                     phase: Iterable[_Change] = _changes_at(
                         plan.changes, recorded, rows, recorder.mark_in_flight
                     )
-                    if entity == Entity.ACCOMMODATION:
-                        phase = list(phase)  # whole: its answers decide which reservations are held
-                    else:
+                    # The units whole: their answers decide which reservations are held.
+                    units = list(phase) if entity == Entity.ACCOMMODATION else None
+                    if units is None:
                         phase = _hold_back(phase, trouble, result, progress)
                     await _push_phase(
-                        phase, len(rows), client, recorder, result, progress, options, gate, stop
+                        units if units is not None else phase,
+                        len(rows),
+                        client,
+                        recorder,
+                        result,
+                        progress,
+                        options,
+                        gate,
+                        stop,
                     )
-                    if entity == Entity.ACCOMMODATION:
-                        _note_unit_answers(phase, result, trouble)
+                    if units is not None:
+                        _note_unit_answers(units, result, trouble)
             finally:
                 # Waits until every answer is committed (nothing is in flight any more, so
                 # blocking the loop here delays no request).
