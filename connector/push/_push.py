@@ -45,7 +45,6 @@ from connector.push._holdback import HeldRecord, UnitTrouble, held_record
 from connector.push._recorder import _Recorder, recorded_columns
 from connector.snapshot import (
     DriftEvent,
-    PossiblyStored,
     RecordStatus,
     Refusal,
     SnapshotStore,
@@ -543,14 +542,7 @@ def _unanswered(
     """A change whose request the stop cancelled: pending, and possibly stored once sent."""
     if possibly_stored:
         recorder.possibly_stored(
-            PossiblyStored(
-                account_id=change.account_id,
-                entity=change.entity,
-                record_id=change.record_id,
-                content_hash=change.content_hash,
-                request_id=None,
-                seen_at=datetime.now(UTC).replace(tzinfo=None),
-            )
+            recorder.possibly_stored_of(change, None, datetime.now(UTC).replace(tzinfo=None))
         )
     _settle(result, change, Outcome.PENDING)
     result.problems.append(
@@ -622,21 +614,7 @@ def _record(
         if attempts.postponed is not None:
             result.postponed_accounts.setdefault(change.account_id, attempts.postponed)
         if attempts.answer_lost_before:
-            recorder.possibly_stored(
-                PossiblyStored(
-                    account_id=change.account_id,
-                    entity=change.entity,
-                    record_id=change.record_id,
-                    content_hash=change.content_hash,
-                    request_id=attempts.request_id,
-                    seen_at=now,
-                    payload=change.payload,
-                    checkin=change.checkin,
-                    checkout=change.checkout,
-                    status=str(change.status_after),
-                    connection=recorder.connection,
-                )
-            )
+            recorder.possibly_stored(recorder.possibly_stored_of(change, attempts.request_id, now))
     else:
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:

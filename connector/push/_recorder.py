@@ -138,26 +138,38 @@ class _Recorder:
     def drift(self, event: DriftEvent) -> None:
         self._add(self._answers, event)
 
+    def possibly_stored_of(
+        self,
+        change: _Change,
+        request_id: str | None,
+        seen_at: datetime,
+        *,
+        in_flight: str | None = None,
+    ) -> PossiblyStored:
+        """``change`` as possibly stored, with what reconciliation needs if its record leaves
+        the export before the service confirms it."""
+        return PossiblyStored(
+            account_id=change.account_id,
+            entity=change.entity,
+            record_id=change.record_id,
+            content_hash=change.content_hash,
+            request_id=request_id,
+            seen_at=seen_at,
+            payload=change.payload,
+            checkin=change.checkin,
+            checkout=change.checkout,
+            status=str(change.status_after),
+            connection=self.connection,
+            in_flight=in_flight,
+        )
+
     def mark_in_flight(self, changes: Sequence[_Change]) -> None:
         """Write-ahead: commit a slice's changes as possibly stored before any is sent, so a
         process killed with requests in flight leaves them possibly stored. Blocks until
         committed; re-sends of acknowledged content need no mark."""
         now = datetime.now(UTC).replace(tzinfo=None)
         marks = [
-            PossiblyStored(
-                account_id=change.account_id,
-                entity=change.entity,
-                record_id=change.record_id,
-                content_hash=change.content_hash,
-                request_id=None,
-                seen_at=now,
-                payload=change.payload,
-                checkin=change.checkin,
-                checkout=change.checkout,
-                status=str(change.status_after),
-                connection=self.connection,
-                in_flight=self.push_id,
-            )
+            self.possibly_stored_of(change, None, now, in_flight=self.push_id)
             for change in changes
             if change.reason != "forced" and change.reason not in RESEND_REASONS
         ]

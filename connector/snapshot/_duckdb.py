@@ -428,27 +428,13 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
                 )
 
     def record_possibly_stored(self, changes: Sequence[PossiblyStored]) -> None:
-        if not changes:
-            return
-        frame = _frame_of(changes, PossiblyStored)
-        frame["entity"] = frame["entity"].astype(str)
-        with self._transaction() as cursor:
-            cursor.register("possible_frame", frame)
-            cursor.execute(
-                """
-                INSERT OR REPLACE INTO possibly_stored BY NAME
-                SELECT account_id, entity, record_id, content_hash,
-                       CAST(request_id AS VARCHAR) AS request_id,
-                       CAST(seen_at AS TIMESTAMP) AS seen_at,
-                       CAST(payload AS VARCHAR) AS payload, CAST(checkin AS DATE) AS checkin,
-                       CAST(checkout AS DATE) AS checkout, CAST(status AS VARCHAR) AS status,
-                       CAST(connection AS VARCHAR) AS connection,
-                       CAST(in_flight AS VARCHAR) AS in_flight
-                FROM possible_frame
-                """
-            )
+        self._write_possibly_stored(changes, "INSERT OR REPLACE")
 
     def mark_in_flight(self, changes: Sequence[PossiblyStored]) -> None:
+        # A write-ahead mark never replaces what an answer already recorded.
+        self._write_possibly_stored(changes, "INSERT OR IGNORE")
+
+    def _write_possibly_stored(self, changes: Sequence[PossiblyStored], insert: str) -> None:
         if not changes:
             return
         frame = _frame_of(changes, PossiblyStored)
@@ -456,9 +442,10 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         with self._transaction() as cursor:
             cursor.register("possible_frame", frame)
             cursor.execute(
-                """
-                INSERT OR IGNORE INTO possibly_stored BY NAME
+                f"""
+                {insert} INTO possibly_stored BY NAME
                 SELECT account_id, entity, record_id, content_hash,
+                       CAST(request_id AS VARCHAR) AS request_id,
                        CAST(seen_at AS TIMESTAMP) AS seen_at,
                        CAST(payload AS VARCHAR) AS payload, CAST(checkin AS DATE) AS checkin,
                        CAST(checkout AS DATE) AS checkout, CAST(status AS VARCHAR) AS status,
