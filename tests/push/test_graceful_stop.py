@@ -235,23 +235,3 @@ def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
     assert document["outcomes"]["pending"] == 0
     assert sum(document["resend"]["dropped_by_budget"].values()) > 0
     assert document["resend"]["acknowledged"]["reconcile"] > 0
-
-
-def test_a_signal_inside_a_duckdb_query_before_the_push_is_a_stop_not_an_error() -> None:
-    """DuckDB answers a signal raised inside its query with its own error ("Query
-    interrupted"); the run reports the stop (exit 7), not an unexpected error (exit 1)."""
-    import threading
-
-    import duckdb
-
-    from connector.client import RunStop
-    from connector.errors import RunStopped
-
-    stop = RunStop(None)
-    connection = duckdb.connect()
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
-    with pytest.raises(RunStopped, match="SIGTERM before the push"), stop.signals_handled():
-        timer.start()
-        connection.execute("SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3")
-    timer.join()
-    assert stop.reason == "SIGTERM"
