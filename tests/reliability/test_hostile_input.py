@@ -26,13 +26,15 @@ from tests.reliability.campaign import ACCOUNT, TOKEN, Source
 from tests.sources.workbooks import inflating_workbook
 
 MEGA = "A" * 1_000_000
-CONTROL = "Ann\x07\x1b[31m \u202e😀🏨 Zoë"
+CONTROL = "Ann\x07\x1b[31m"  # a bell and a terminal escape: refused by default
+ODD = "Ann \u202e😀🏨 Zoë"  # a bidi override, emoji, accents: visible text, sent as it is
 FORMULA = '=HYPERLINK("http://evil.example","click")'
 
 # (stay id, first_name, arrival, adults) → expected: a passed-through value, or the quarantined field
 ROWS = {
     "S-MEGA": (MEGA, "2027-02-01", "2"),
     "S-CONTROL": (CONTROL, "2027-02-01", "2"),
+    "S-ODD": (ODD, "2027-02-01", "2"),
     "S-FORMULA": (FORMULA, "2027-02-01", "2"),
     "S-EXP": ("Exp", "2027-02-01", "2e0"),
     "S-ZERO-DATE": ("Zero", "0000-00-00", "2"),
@@ -42,6 +44,7 @@ ROWS = {
     "S-FRACTION": ("Frac", "2027-02-01", "2.5"),
 }
 QUARANTINED = {
+    "S-CONTROL": "firstName",
     "S-ZERO-DATE": "checkin",
     "S-FEB31": "checkin",
     "S-YEAR-2925": "checkin",
@@ -93,7 +96,8 @@ def test_bad_rows_are_quarantined_by_row_and_field_and_odd_but_valid_values_pass
     assert "111111" not in unit.value and "222222" not in unit.value  # door codes masked
     # Passed through as data: the service is not a spreadsheet, nothing here evaluates them.
     assert sent["S-FORMULA"]["primaryGuest"]["firstName"] == FORMULA
-    assert sent["S-CONTROL"]["primaryGuest"]["firstName"] == CONTROL
+    assert "U+0007" in quarantine["S-CONTROL"].reason
+    assert sent["S-ODD"]["primaryGuest"]["firstName"] == ODD
     assert sent["S-MEGA"]["primaryGuest"]["firstName"] == MEGA
     assert sent["S-EXP"]["unitReservations"][0]["adults"] == 2
     assert len(sent) == 5 + 4  # the generated stays and the four valid odd ones
@@ -113,10 +117,10 @@ def test_a_sync_of_a_hostile_export_delivers_every_valid_record_exactly(
 
     report = json.loads(result.output)
     assert result.exit_code == 0, result.output
-    assert report["quarantine"] == {"accommodation": 1, "reservation": 6}
+    assert report["quarantine"] == {"accommodation": 1, "reservation": 7}
     held = {r["id"]: r["resource"] for r in clean_sandbox.records(ACCOUNT, "reservation")}
     assert held["S-FORMULA"]["primaryGuest"]["firstName"] == FORMULA
-    assert held["S-CONTROL"]["primaryGuest"]["firstName"] == CONTROL
+    assert held["S-ODD"]["primaryGuest"]["firstName"] == ODD
     assert held["S-MEGA"]["primaryGuest"]["firstName"] == MEGA
     assert not set(held) & {*QUARANTINED, "S-DUP"}
     assert len(held) == 9
