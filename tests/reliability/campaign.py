@@ -242,16 +242,24 @@ class ForkServer:
     ) -> int:
         """Fork a `pms-sync ARGS` child writing stdout to ``log`` and stderr to ``stderr``
         (to ``log`` too when None); its pid."""
-        assert self.process.stdin is not None
         request: dict[str, object] = {"args": args, "env": env, "log": str(log)}
         if stderr is not None:
             request["stderr"] = str(stderr)
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
+        self._write(request)
         return self._read()["pid"]
 
+    def signal(self, number: int) -> None:
+        """Signal the running child through the fork server, which has not reaped it."""
+        self._write({"signal": number})
+
     def wait(self) -> int:
+        self._write({"wait": True})
         return self._read()["returncode"]
+
+    def _write(self, message: dict[str, object]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
 
     def close(self) -> None:
         assert self.process.stdin is not None

@@ -9,8 +9,13 @@ with its own pid, its own DuckDB connection and sockets, and can be SIGKILLed li
 
 Protocol, one JSON object per line: the test writes ``{"args": [...], "env": {...}, "log": path}``
 (and optionally ``"stderr": path``, to keep standard error apart from standard output);
-this process answers ``{"pid": N}`` when the child starts and ``{"pid": N, "returncode": R}`` when
-it ends (R < 0: killed by signal -R), then waits for the next request. End of input: exit.
+this process answers ``{"pid": N}`` when the child starts. Then the test writes
+``{"signal": S}`` (any number of times) to have the child signalled, and ``{"wait": true}``,
+answered ``{"pid": N, "returncode": R}`` when the child ends (R < 0: killed by signal -R).
+End of input: exit.
+
+The child is reaped only on ``wait``, so a signal never reaches another process that took its
+pid: the test itself must never signal the pid it was told.
 """
 
 from __future__ import annotations
@@ -49,8 +54,13 @@ def main(warm_up_mapping: str) -> None:
                 sys.stderr.flush()
                 os._exit(code)
         _answer({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        _answer({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        for command in map(json.loads, sys.stdin):
+            if "signal" in command:
+                os.kill(pid, command["signal"])  # unreaped: a zombie at worst, never another
+                continue
+            _, status = os.waitpid(pid, 0)
+            _answer({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+            break
 
 
 def _answer(message: dict[str, object]) -> None:

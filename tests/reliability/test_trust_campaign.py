@@ -29,7 +29,6 @@ service must hold:
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
@@ -319,13 +318,12 @@ def test_random_edits_invalid_rows_misbehaviour_and_kills_never_leave_the_servic
     def stop_forked_run(mapping: Path) -> None:
         """A real `pms-sync sync` process, SIGKILLed or SIGTERMed at a random point."""
         log = tmp_path / f"run-{tally.runs}.log"
-        pid = fork_server.start(["sync", str(mapping), "--json"], env, log, log.with_suffix(".err"))
+        fork_server.start(["sync", str(mapping), "--json"], env, log, log.with_suffix(".err"))
         # A forked run reads, diffs and starts pushing within about a second here.
         time.sleep(rng.uniform(0.3, 1.5))
         graceful = rng.random() < SIGTERM_SHARE
         signalled = time.monotonic()
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM if graceful else signal.SIGKILL)
+        fork_server.signal(signal.SIGTERM if graceful else signal.SIGKILL)
         code = fork_server.wait()
         if not graceful:
             tally.kills += code == -signal.SIGKILL
