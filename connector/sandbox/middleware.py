@@ -58,6 +58,7 @@ class SandboxMiddleware:
         if path.startswith(ADMIN_PREFIX):
             await self.app(scope, receive, send_with_request_id)
             return
+        self.state.stats.arrived()
         try:
             decision = self.state.faults.decide(sync_webhook=is_sync_path(path))
             if decision.latency_s:

@@ -9,12 +9,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from push_samples import FAST_RETRY, batches_of, hotel, reservation, settings_for, unit
 
+from connector.client import RunStop
 from connector.contract import Entity
 from connector.pipeline import sync_batches
 from connector.plan import ReconcilePolicy
@@ -65,6 +67,50 @@ def test_a_unit_and_a_future_stay_whose_answers_were_lost_are_retired_when_they_
     assert gone.outcomes["acknowledged"] == 2
     assert (gone.status, after.status, after.requests) == ("succeeded", "succeeded", 0)
     assert gone.push.disagreements == []
+
+
+def wait_for_in_flight(service: SandboxHandle, predicate: object, timeout_s: float = 30) -> None:
+    """Until the sandbox's count of requests being answered satisfies ``predicate``."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout_s
+    while not predicate(service.stats()["in_flight"]):
+        assert time.monotonic() < deadline, "the sandbox's in-flight count never got there"
+        time.sleep(0.02)
+
+
+def test_a_unit_whose_request_a_stop_cancelled_is_retired_when_it_leaves(
+    service: SandboxHandle, snapshot_file: Path
+) -> None:
+    """A forced stop (a second SIGTERM) while the unit's request is at the service cancels it:
+    it is possibly stored with what reconciliation needs, so it is deactivated once it leaves."""
+    source = hotel(units=25, reservations=30)
+    settings = settings_for(service.base_url, snapshot_file)
+    sync_batches(batches_of(source), settings, policy=CANCEL_FUTURE)
+    source[Entity.ACCOMMODATION].append(("demo", unit("U-cut")))
+    service.set_faults(latency_ms=3000)
+    stop = RunStop(None)
+
+    def stop_once_the_request_is_at_the_service() -> None:
+        wait_for_in_flight(service, lambda n: n >= 1)
+        stop.request("SIGTERM")
+        stop.request("SIGTERM", force=True)
+
+    stopper = threading.Thread(target=stop_once_the_request_is_at_the_service)
+    stopper.start()
+    cut = sync_batches(batches_of(source), settings, policy=CANCEL_FUTURE, stop=stop)
+    stopper.join()
+    # The service still finishes the delayed request; the retirement must come after it.
+    wait_for_in_flight(service, lambda n: n == 0)
+    service.set_faults()
+    source[Entity.ACCOMMODATION].pop()
+
+    gone = sync_batches(batches_of(source), settings, policy=CANCEL_FUTURE)
+
+    assert (cut.status, cut.outcomes["pending"]) == ("stopped", 1)
+    reasons = set(zip(gone.plan.changes["record_id"], gone.plan.changes["reason"], strict=True))
+    assert reasons == {("U-cut", "possibly_stored_gone")}
+    assert held_status(service, Entity.ACCOMMODATION, "U-cut") == "INACTIVE"
+    assert gone.status == "succeeded"
 
 
 def test_a_lost_retirement_of_a_never_acknowledged_record_is_sent_again(
