@@ -18,6 +18,8 @@ from pms_sync.resources import ServiceResource, SnapshotResource
 from tests.dagster.exports import Export, unit
 from tests.dagster.test_safety_rails import check_evaluations, materialize_units
 
+pytestmark = pytest.mark.slow
+
 TOKENS = {"demo": "demo-token", "hotel-a": "hotel-a-token"}
 
 
