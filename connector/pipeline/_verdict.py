@@ -3,7 +3,7 @@ exit code and what Dagster makes of it.
 
 The status the run history keeps, ``sync``/``apply``'s exit code and the Dagster step's
 failure and check severities all come from ``VERDICTS``; docs/cli.md shows the same table
-(tests/pipeline/test_verdict.py compares them). When several conditions hold, the first row
+(tests/test_verdict.py compares them). When several conditions hold, the first row
 wins: the status and the exit code always come from the same row.
 """
 
@@ -102,7 +102,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class RunConditions:
-    """What a finished run's report shows, each condition yes or no."""
+    """What a finished run's report shows, each condition yes or no, in the table's order."""
 
     unusable: bool = False
     stopped: bool = False
@@ -156,7 +156,7 @@ _ERROR = Verdict(RunOutcome.ERROR, RunStatus.ERROR, ExitCode.ERROR, step_fails=T
 _CREDENTIALS_REFUSED = Verdict(
     RunOutcome.CREDENTIALS_REFUSED, RunStatus.ERROR, ExitCode.AUTHENTICATION, step_fails=True
 )
-SUCCEEDED = Verdict(RunOutcome.SUCCEEDED, RunStatus.SUCCEEDED, ExitCode.OK, step_fails=False)
+_SUCCEEDED = Verdict(RunOutcome.SUCCEEDED, RunStatus.SUCCEEDED, ExitCode.OK, step_fails=False)
 
 VERDICTS: tuple[Verdict, ...] = (
     _ERROR,
@@ -207,7 +207,7 @@ VERDICTS: tuple[Verdict, ...] = (
         check="service_answers_agree",
         severity=Severity.ERROR,
     ),
-    SUCCEEDED,
+    _SUCCEEDED,
 )
 """Most serious first. The first two have no report (``verdict_of_error``)."""
 
@@ -225,7 +225,7 @@ def verdict_of(conditions: RunConditions) -> Verdict:
     for row in VERDICTS:
         if row.outcome in _CONDITIONS and getattr(conditions, row.outcome):
             return row
-    return SUCCEEDED
+    return _SUCCEEDED
 
 
 def verdict_of_error(error: Exception) -> Verdict:
