@@ -22,10 +22,20 @@ from pydantic import Field
 from connector.client import ServiceUnreachableError
 from connector.contract import Entity
 from connector.errors import PmsSyncError
-from connector.pipeline import SyncReport, load_batches, report_within, sync_batches
+from connector.pipeline import (
+    RunConditions,
+    RunOutcome,
+    SyncReport,
+    load_batches,
+    report_within,
+    sync_batches,
+    verdict_for,
+    verdict_of,
+)
 from connector.plan import format_duration
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
+from connector.safety.approvals import HeldWork
 from connector.safety.guard import GuardRules
 from connector.snapshot import is_database_url
 from pms_sync.account_partitions import run_accounts
@@ -59,9 +69,9 @@ from pms_sync.resources import (
 from pms_sync.safety import (
     anomaly_check_spec,
     anomaly_result,
+    blocked_failure,
     current_counts,
-    raise_if_blocked,
-    raise_if_unusable,
+    unusable_failure,
 )
 from pms_sync.schedules import RECONCILE_TAG
 from pms_sync.storage import OPTIONAL_INPUT
@@ -386,7 +396,8 @@ def _guarded_sync(
         raise dg.Failure(masked_text(f"{error}{later}"), allow_retries=may_retry) from error
     except PmsSyncError as error:
         raise dg.Failure(masked_text(str(error)), allow_retries=False) from error
-    if report.push.interrupted:
+    if report.verdict.outcome == RunOutcome.STOPPED:
+        # Before any result: the step's figures are those of a push cut short.
         raise dg.Failure(masked_text(stopped_message(report)), allow_retries=False)
     return report
 
@@ -417,15 +428,14 @@ def _check_results(
             asset_key=key,
             check_name=CHECK_NO_NEW_DEAD_LETTERS,
             passed=dead == 0,
-            # A dead letter is one record's problem, retried when its content changes: a warning.
-            severity=dg.AssetCheckSeverity.WARN,
+            severity=check_severity(RunOutcome.DEAD_LETTERED),
             metadata={"dead_lettered": dg.MetadataValue.int(dead)},
         ),
         dg.AssetCheckResult(
             asset_key=key,
             check_name=CHECK_ACCOUNTS_AUTHENTICATED,
             passed=not refused,
-            severity=dg.AssetCheckSeverity.ERROR,
+            severity=check_severity(RunOutcome.AUTHENTICATION),
             metadata={
                 "accounts_refused": dg.MetadataValue.int(len(refused)),
                 "refused": dg.MetadataValue.text(", ".join(sorted(refused)) or "none"),
@@ -448,7 +458,7 @@ def _answers_agree_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheck
         check_name=CHECK_ANSWERS_AGREE,
         passed=not disagreements and not unconfirmed,
         # The service may hold something else than the snapshot says: an operator looks.
-        severity=dg.AssetCheckSeverity.ERROR,
+        severity=check_severity(RunOutcome.DISAGREED),
         description=(
             f"{len(disagreements)} answer(s) contradict the request, {unconfirmed} 2xx "
             "answer(s) were not the documented body"
@@ -557,66 +567,96 @@ def _may_retry(context: dg.AssetExecutionContext, window_s: float) -> tuple[bool
     return elapsed + delay <= window_s, elapsed
 
 
-def _raise_for_problems(
+def check_severity(outcome: RunOutcome) -> dg.AssetCheckSeverity:
+    """The severity of the check that reports ``outcome`` (``connector.pipeline.VERDICTS``)."""
+    severity = verdict_for(outcome).severity
+    assert severity is not None, f"no check reports {outcome}"
+    return dg.AssetCheckSeverity(str(severity))
+
+
+def _raise_for_verdict(
     report: SyncReport,
     refused: dict[str, str],
+    held: tuple[HeldWork, ...],
     last_sync: bool,
     retry: Callable[[], tuple[bool, float]] = lambda: (True, 0.0),
 ) -> None:
-    """Fail the step after its results are recorded, for the problems a data engineer must see.
+    """Fail the step after its results are recorded when the run's verdict says so
+    (``connector.pipeline.VERDICTS``, the order the CLI's exit code follows too).
 
-    Pending changes of accounts that authenticated mean transient faults outlasted the client's
-    retries: the step fails and Dagster's RetryPolicy runs it again. Refused credentials fail
-    the run at its last sync step, naming the accounts, so the other accounts' reservations
-    are still sent.
+    ``refused`` and ``held``: of this step and the run's earlier sync steps. Both fail the run
+    at its last sync step, so the other accounts' reservations are still sent. Pending
+    changes of accounts that authenticated mean transient faults outlasted the client's
+    retries: Dagster's RetryPolicy runs the step again.
     """
-    by_account = report.push.by_account
+    conditions = RunConditions.of(report, held=bool(held), refused=refused)
+    if not last_sync:
+        conditions = replace(conditions, held=False, authentication=False)
+    verdict = verdict_of(conditions)
+    if not verdict.step_fails:
+        return
+    match verdict.outcome:
+        case RunOutcome.UNUSABLE:
+            raise unusable_failure(report)
+        case RunOutcome.STOPPED:
+            raise dg.Failure(masked_text(stopped_message(report)), allow_retries=False)
+        case RunOutcome.HELD:
+            raise blocked_failure(held)
+        case RunOutcome.AUTHENTICATION:
+            names = ", ".join(repr(account) for account in sorted(refused))
+            raise dg.Failure(
+                masked_text(
+                    f"the service refused the credentials (401) of account(s) {names}; their "
+                    "records stay pending, the other accounts were synced. Fix the token and "
+                    "run again. " + " | ".join(refused[account] for account in sorted(refused))
+                ),
+                metadata={"refused_accounts": dg.MetadataValue.text(names)},
+                allow_retries=False,
+            )
+        case RunOutcome.PENDING:
+            raise _pending_failure(report, refused, retry)
+        case RunOutcome.FAILED:
+            failed = [
+                problem
+                for problem in report.push.problems
+                if problem.outcome == Outcome.FAILED and problem.account_id not in refused
+            ]
+            first = failed[0]
+            raise dg.Failure(
+                masked_text(
+                    f"{len(failed)} changes failed with an unexpected answer, first: account "
+                    f"{first.account_id!r} record {first.record_id!r}: HTTP {first.http_status} "
+                    f"{first.message} (x-request-id "
+                    f"{', '.join(r for r in first.request_ids if r)})"
+                ),
+                allow_retries=False,
+            )
+        case _:
+            raise dg.Failure(f"the run is {verdict.status} ({verdict.outcome})")
+
+
+def _pending_failure(
+    report: SyncReport, refused: dict[str, str], retry: Callable[[], tuple[bool, float]]
+) -> dg.Failure:
     pending = sum(
         counts.get(str(Outcome.PENDING), 0)
-        for (_, account), counts in by_account.items()
+        for (_, account), counts in report.push.by_account.items()
         if account not in refused
     )
-    failed = [
-        problem
-        for problem in report.push.problems
-        if problem.outcome == Outcome.FAILED and problem.account_id not in refused
-    ]
-    may_retry, elapsed = retry() if pending else (True, 0.0)
-    if pending and may_retry:
-        raise dg.Failure(
+    may_retry, elapsed = retry()
+    if may_retry:
+        return dg.Failure(
             f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx); "
             "a retry sends only those, acknowledged records are not sent again",
             allow_retries=True,
         )
-    if pending:
-        raise dg.Failure(
-            f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx) "
-            f"{elapsed:.0f} s after the step's first attempt: not retried any more (the "
-            "resource's service.retry_window_s). The next run sends them; acknowledged "
-            "records are not sent again",
-            allow_retries=False,
-        )
-    if failed:
-        first = failed[0]
-        raise dg.Failure(
-            masked_text(
-                f"{len(failed)} changes failed with an unexpected answer, first: account "
-                f"{first.account_id!r} record {first.record_id!r}: HTTP {first.http_status} "
-                f"{first.message} (x-request-id {', '.join(r for r in first.request_ids if r)})"
-            ),
-            allow_retries=False,
-        )
-    if refused and last_sync:
-        names = ", ".join(repr(account) for account in sorted(refused))
-        raise dg.Failure(
-            masked_text(
-                f"the service refused the credentials (401) of account(s) {names}; their "
-                "records stay pending, the other accounts were synced. Fix the token and run "
-                "again. " + " | ".join(refused[account] for account in sorted(refused))
-            ),
-            metadata={"refused_accounts": dg.MetadataValue.text(names)},
-            allow_retries=False,
-        )
+    return dg.Failure(
+        f"{pending} changes are still pending after transient faults (timeouts, 429, 5xx) "
+        f"{elapsed:.0f} s after the step's first attempt: not retried any more (the "
+        "resource's service.retry_window_s). The next run sends them; acknowledged "
+        "records are not sent again",
+        allow_retries=False,
+    )
 
 
 def _runs_in_same_run(context: dg.AssetExecutionContext, key: dg.AssetKey) -> bool:
@@ -677,14 +717,15 @@ def _synced_accommodations(connection: Connection, pool: str | None) -> dg.Asset
                 ),
             ],
         )
-        raise_if_unusable(report)
         # The reservations' sync of the same run reports the refused accounts and the held work
         # at the end, so its stays are sent meanwhile.
         last = not _runs_in_same_run(context, keys.synced_reservations)
-        if last:
-            raise_if_blocked(report)
-        _raise_for_problems(
-            report, refused, last, lambda: _may_retry(context, service.retry_window_s)
+        _raise_for_verdict(
+            report,
+            refused,
+            report.awaiting_approval,
+            last,
+            lambda: _may_retry(context, service.retry_window_s),
         )
 
     return synced_accommodations
@@ -784,17 +825,17 @@ def _synced_reservations(
         add_partition_metadata(context, by_partition)
         yield dg.MaterializeResult(metadata=run_sync_metadata(report))
         yield from partition_check_events(context, results, _specs_by_key(context))
-        raise_if_unusable(report)
         earlier = (
             accommodations
             if accommodations is not None and accommodations.dagster_run_id == context.run.run_id
             else None
         )
-        raise_if_blocked(report, earlier.awaiting_approval if earlier is not None else ())
+        held = report.awaiting_approval
         if earlier is not None:
             refused = {**earlier.refused_accounts, **refused}
-        _raise_for_problems(
-            report, refused, True, lambda: _may_retry(context, service.retry_window_s)
+            held = (*earlier.awaiting_approval, *held)
+        _raise_for_verdict(
+            report, refused, held, True, lambda: _may_retry(context, service.retry_window_s)
         )
 
     return synced_reservations

@@ -19,8 +19,9 @@ import dagster as dg
 import pandas as pd
 
 from connector.contract import Entity
+from connector.pipeline import RunOutcome
 from connector.records import MappedRecords, is_status_finding, status_findings, status_message
-from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
+from pms_sync.assets import SNAPSHOT_POOL, check_severity, connection_keys, entities_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
@@ -178,7 +179,7 @@ def _cancellations_result(
         asset_key=key,
         check_name=CHECK_CANCELLATIONS,
         passed=not findings,
-        severity=dg.AssetCheckSeverity.ERROR,
+        severity=check_severity(RunOutcome.STATUS_FINDINGS),
         description=status_message(findings, fix) if findings else None,
         metadata={
             "records": dg.MetadataValue.int(sum(item.records for item in findings)),

@@ -106,33 +106,31 @@ def anomaly_result(
     )
 
 
-def raise_if_blocked(report: SyncReport, earlier: tuple[HeldWork, ...] = ()) -> None:
-    """Fail the step when the run held work awaiting an approval (the kinds of change the
-    mass-change guard held, units or properties kept for their stays); everything else of the
-    run was sent and recorded before. ``earlier``: what an earlier step of the run held."""
-    held = (*earlier, *report.awaiting_approval)
-    if held:
-        raise dg.Failure(
-            approval_message(held, dagster=True),
-            metadata={
-                "blocked_accounts": dg.MetadataValue.text(
-                    ", ".join(sorted({item.account_id for item in held}))
-                ),
-                "approvals": dg.MetadataValue.text(
-                    ", ".join(sorted({item.approval.run_config for item in held}))
-                ),
-            },
-            allow_retries=False,
-        )
+def blocked_failure(held: tuple[HeldWork, ...]) -> dg.Failure:
+    """The step's failure when the run held work awaiting an approval (the kinds of change the
+    mass-change guard held, units or properties kept for their stays), of this step and of
+    the run's earlier steps; everything else of the run was sent and recorded before."""
+    return dg.Failure(
+        approval_message(held, dagster=True),
+        metadata={
+            "blocked_accounts": dg.MetadataValue.text(
+                ", ".join(sorted({item.account_id for item in held}))
+            ),
+            "approvals": dg.MetadataValue.text(
+                ", ".join(sorted({item.approval.run_config for item in held}))
+            ),
+        },
+        allow_retries=False,
+    )
 
 
-def raise_if_unusable(report: SyncReport) -> None:
-    """Fail the step when the export gave nothing usable (no rows, or every one quarantined):
-    nothing of it was sent and nothing was reconciled, and a rerun would read the same."""
-    if report.plan.unusable:
-        raise dg.Failure(
-            "nothing usable in the export: "
-            + "; ".join(report.plan.unusable.values())
-            + " (nothing of it was sent, nothing was deactivated or cancelled because of it)",
-            allow_retries=False,
-        )
+def unusable_failure(report: SyncReport) -> dg.Failure:
+    """The step's failure when the export gave nothing usable (no rows, or every one
+    quarantined): nothing of it was sent and nothing was reconciled, and a rerun would read
+    the same."""
+    return dg.Failure(
+        "nothing usable in the export: "
+        + "; ".join(report.plan.unusable.values())
+        + " (nothing of it was sent, nothing was deactivated or cancelled because of it)",
+        allow_retries=False,
+    )

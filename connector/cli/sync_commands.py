@@ -1,20 +1,9 @@
 """CLI commands of the sync stage: ``plan`` (decide, send nothing), ``sync`` (decide and send)
 and ``apply`` (send a reviewed plan file).
 
-Exit codes (docs/cli.md):
-
-| code | meaning |
-|---|---|
-| 0 | every planned change was acknowledged (or there was nothing to send; or a dry run) |
-| 1 | the run could not start or broke off: mapping, settings, snapshot locked, … (stderr says why) |
-| 2 | wrong usage of the command (click) |
-| 3 | completed, but not everything is confirmed at the service: changes dead-lettered, failed, held back or pending for the next run, answers that contradict what was sent, or reservations whose status may mean cancelled quarantined |
-| 4 | an account's token was refused (401): its push stopped, its changes are pending |
-| 5 | completed, work held awaiting an approval: kinds of change the mass-change guard held (--allow-mass-change), or units/properties guests still stay in (--allow-deactivation-with-stays) |
-| 6 | nothing usable: an entity's export has no rows, or every record of it is quarantined |
-| 7 | stopped, work left pending: SIGTERM, SIGINT or the deadline (``--max-duration``) stopped the push, or a Retry-After past the deadline postponed an account; what was answered is committed |
-
-When several apply, the first in the order 4, 6, 7, 5, 3 wins.
+Exit codes: the verdict table ``connector.pipeline.VERDICTS`` gives a run's status word and
+exit code together, most serious condition first; docs/cli.md shows it. 2 is click's (wrong
+usage).
 
 With ``--json``, stdout carries exactly one JSON document whatever the outcome (errors
 included: ``{"status": "error", "error": …, "exit_code": …}``); everything meant for a person
@@ -37,12 +26,13 @@ import click
 
 from connector.cli.account_commands import open_api_options
 from connector.client import STOP_SIGNALS, effective_windows
-from connector.errors import AuthenticationError, PmsSyncError, RunStopped
+from connector.errors import PmsSyncError
 from connector.plan import Force, Plan, backlog, backlog_json, backlog_table
 from connector.push import OUTCOMES
 from connector.secrets import mask_text
 from connector.settings import SyncSettings, load_settings
 
+# The codes of connector.pipeline.ExitCode, for the commands that do not import the pipeline.
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -376,22 +366,8 @@ def _echo_resends(plan: Plan) -> None:
 
 
 def exit_code(report: Any) -> int:
-    """The exit code of a sync or apply (the table in the module's docstring)."""
-    if report.push.stopped_accounts:
-        return EXIT_AUTHENTICATION
-    if report.plan.unusable:
-        return EXIT_UNUSABLE
-    if report.push.interrupted:
-        return EXIT_STOPPED
-    if report.guard.blocked or report.awaiting_approval:
-        return EXIT_HELD
-    if report.push.dry_run:
-        return EXIT_OK
-    if not report.push.complete or report.push.disagreements or report.plan.status_findings:
-        return EXIT_INCOMPLETE
-    if report.accounts.properties.incomplete:
-        return EXIT_INCOMPLETE
-    return EXIT_OK
+    """The exit code of a sync or apply: its verdict's (``connector.pipeline.VERDICTS``)."""
+    return int(report.verdict.exit_code)
 
 
 command_owns_process = False
@@ -700,12 +676,13 @@ def _errors_to_exit(as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except PmsSyncError as error:
+        # Imported as the commands import the pipeline: when needed (it sets the allocator).
+        from connector.pipeline import verdict_of_error
+
         message = mask_text(str(error))
-        # The Open API refused the client's credentials (account discovery): an auth problem.
-        code = EXIT_AUTHENTICATION if isinstance(error, AuthenticationError) else EXIT_ERROR
-        if isinstance(error, RunStopped):
-            code = EXIT_STOPPED
+        verdict = verdict_of_error(error)
+        code = int(verdict.exit_code)
         if as_json:
-            click.echo(json_error(message, code, "stopped" if code == EXIT_STOPPED else "error"))
+            click.echo(json_error(message, code, verdict.status))
         click.secho(f"error: {message}", fg="red", err=True)
         sys.exit(code)

@@ -2,7 +2,8 @@
 
 map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
 ``sync_batches``), reviewed plan files (``plan_to_file``, ``apply_plan_file``) and a
-run's report split by check-in window (``report_within``). Used by the CLI and Dagster.
+run's report split by check-in window (``report_within``), and the one table of a run's
+verdict: status word, exit code, Dagster's consequence (``VERDICTS``, ``verdict_of``). Used by the CLI and Dagster.
 """
 
 from connector.arrow_memory import use_run_allocator
@@ -18,6 +19,17 @@ from connector.pipeline._run import (
     run_sync,
     sync_batches,
 )
+from connector.pipeline._verdict import (
+    VERDICTS,
+    ExitCode,
+    RunConditions,
+    RunOutcome,
+    RunStatus,
+    Verdict,
+    verdict_for,
+    verdict_of,
+    verdict_of_error,
+)
 from connector.pipeline._windowed_report import (
     records_within,
     report_within,
@@ -27,7 +39,13 @@ from connector.pipeline._windowed_report import (
 use_run_allocator()
 
 __all__ = [
+    "VERDICTS",
+    "ExitCode",
+    "RunConditions",
+    "RunOutcome",
+    "RunStatus",
     "SyncReport",
+    "Verdict",
     "apply_plan_file",
     "keep_fingerprints",
     "load_batches",
@@ -37,4 +55,7 @@ __all__ = [
     "report_within",
     "run_sync",
     "sync_batches",
+    "verdict_for",
+    "verdict_of",
+    "verdict_of_error",
 ]

@@ -33,6 +33,7 @@ from connector.client import RunStop, ServiceClient, Window, effective_windows, 
 from connector.contract import Entity
 from connector.duckdb_memory import memory_named
 from connector.errors import ConfigError, SnapshotError
+from connector.pipeline._verdict import RunConditions, Verdict, verdict_of
 from connector.plan import (
     ACTIONS,
     RESEND_REASONS,
@@ -87,22 +88,6 @@ _SAMPLE = 20  # problems listed in a report; the rest are counted
 DIFF_STEP = "comparing the export with the snapshot (the diff)"
 
 
-class RunStatus:
-    SUCCEEDED = "succeeded"  # every change acknowledged (or nothing to send)
-    # Some changes dead-lettered, failed, pending or held back, or reservations whose status
-    # may mean cancelled quarantined (the service does not know they are cancelled).
-    INCOMPLETE = "incomplete"
-    DISAGREED = "disagreed"  # every change acknowledged, but some answers contradicted it
-    # Completed, work held awaiting an approval: kinds of change the mass-change guard held,
-    # or units and properties kept active for their guests' stays (docs/safety-rails.md).
-    BLOCKED = "blocked"
-    UNUSABLE = "unusable"  # an entity's export gave nothing: no rows, or every one quarantined
-    # SIGTERM, SIGINT or the deadline stopped the push, or a Retry-After past the deadline
-    # postponed an account: what was answered is committed, the rest is pending.
-    STOPPED = "stopped"
-    DRY_RUN = "dry_run"
-
-
 @dataclass
 class SyncReport:
     """What one sync decided and what the service answered."""
@@ -155,34 +140,21 @@ class SyncReport:
         return self.push.requests
 
     @property
+    def verdict(self) -> Verdict:
+        """What the run comes to: status, exit code, Dagster's consequence (``VERDICTS``)."""
+        return verdict_of(RunConditions.of(self))
+
+    @property
     def status(self) -> str:
         """The one word for the run; the most serious condition wins."""
-        return self._status(held=bool(self.awaiting_approval) or self.guard.blocked)
+        return self.verdict.status
 
     @property
     def history_status(self) -> str:
         """The status the run history keeps: ``blocked`` only when the guard held something
         back. A run that held only deactivations for stays had its export accepted, so it
         remains a baseline of the guard (an approved removal is not asked for again)."""
-        return self._status(held=self.guard.blocked)
-
-    def _status(self, held: bool) -> str:
-        if self.push.dry_run:
-            return RunStatus.DRY_RUN
-        if self.plan.unusable:
-            return RunStatus.UNUSABLE
-        if self.push.interrupted:
-            return RunStatus.STOPPED
-        if held:
-            return RunStatus.BLOCKED
-        if not self.push.complete or self.accounts.properties.incomplete:
-            return RunStatus.INCOMPLETE
-        if self.plan.status_findings:
-            # Bookings the PMS says are cancelled were not sent as such: the service is wrong.
-            return RunStatus.INCOMPLETE
-        if self.push.disagreements:
-            return RunStatus.DISAGREED
-        return RunStatus.SUCCEEDED
+        return verdict_of(RunConditions.of(self, held=self.guard.blocked)).status
 
     @property
     def duration_s(self) -> float:
@@ -924,7 +896,6 @@ def _now() -> datetime:
 
 __all__ = [
     "Outcome",
-    "RunStatus",
     "SyncReport",
     "load_batches",
     "plan_sync",
