@@ -19,17 +19,17 @@ from urllib.parse import urlparse
 import dagster as dg
 import httpx
 
-from assets.project import DAGSTER_HOME, MAPPINGS_DIR, STATE_DIR, prepare_dagster_home
+from assets.project import DAGSTER_HOME, MAPPINGS_DIR, PROJECT_ROOT, STATE_DIR, prepare_dagster_home
 from assets.samples import refresh_stale_samples
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES
 from connector.sandbox.testing import sandbox_process
 from pms_sync.assets import connection_keys
+from pms_sync.component import folder_definitions
 from pms_sync.connections import discover, mappings_dir
-from pms_sync.factory import build_definitions
 from pms_sync.jobs import job_name
 from pms_sync.partitions import range_tags
-from pms_sync.resources import ServiceResource, default_resources
+from pms_sync.resources import ServiceResource
 
 DEMO_MONTHS_BACK = 6
 """The demo syncs the months from this many back to twelve ahead: where the samples' stays are."""
@@ -102,11 +102,11 @@ def project_instance() -> dg.DagsterInstance:
 def main() -> int:
     for sample in refresh_stale_samples(MAPPINGS_DIR):
         print(f"regenerated {sample.manifest.parent} around {sample.anchor:%Y-%m} (was stale)")
-    resources = default_resources(STATE_DIR)
-    service = resources["service"]
-    assert isinstance(service, ServiceResource)
     folder = mappings_dir(MAPPINGS_DIR)
-    defs = build_definitions(folder, resources)
+    # The code location's Definitions (assets/definitions.py), built after the samples' refresh.
+    defs = folder_definitions(folder, PROJECT_ROOT)
+    service = defs.resources["service"]
+    assert isinstance(service, ServiceResource)
     failed = False
     total = 0
     instance = project_instance()

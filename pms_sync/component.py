@@ -19,11 +19,12 @@ assets), and the resources every connection shares. pms-sync's own code location
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from pms_sync.connections import Connection, discover, load_connection
 from pms_sync.factory import accepted_preview_apis, connection_definitions
@@ -96,23 +97,39 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return self.definitions(self.mapping_path(context.path), context.project_root)
 
-    def definitions(self, mapping_file: Path, project_root: Path) -> dg.Definitions:
-        """The connection's definitions and the resources all connections of the project share."""
-        connection = replace(load_connection(mapping_file), by_account=self.partition_by_account)
-        return _definitions(connection, self.state_path(project_root))
+    def definitions(
+        self,
+        mapping_file: Path,
+        project_root: Path,
+        resources: Mapping[str, object] | None = None,
+    ) -> dg.Definitions:
+        """The connection's definitions and the resources all connections of the project share.
+
+        ``resources``: other resource objects than the state folder's defaults (a deployment's
+        own service, the tests' sandbox and snapshot); the snapshot's location decides the
+        snapshot steps' pool.
+        """
+        return self.definitions_of(load_connection(mapping_file), project_root, resources)
+
+    def definitions_of(
+        self,
+        connection: Connection,
+        project_root: Path,
+        resources: Mapping[str, object] | None = None,
+    ) -> dg.Definitions:
+        """``definitions`` of a connection already loaded from its mapping file."""
+        connection = replace(connection, by_account=self.partition_by_account)
+        if resources is None:
+            resources = shared_resources(self.state_path(project_root))
+        snapshot = resources.get("snapshot")
+        location = snapshot.path if isinstance(snapshot, SnapshotResource) else None
+        with accepted_preview_apis():
+            own = connection_definitions(connection, location)
+        return dg.Definitions.merge(own, dg.Definitions(resources=resources))
 
     def state_path(self, project_root: Path) -> Path:
         path = Path(self.state_dir).expanduser()
         return (path if path.is_absolute() else project_root / path).resolve()
-
-
-def _definitions(connection: Connection, state_dir: Path) -> dg.Definitions:
-    resources = shared_resources(state_dir)
-    snapshot = resources["snapshot"]
-    assert isinstance(snapshot, SnapshotResource)
-    with accepted_preview_apis():
-        own = connection_definitions(connection, snapshot.path)
-    return dg.Definitions.merge(own, dg.Definitions(resources=resources))
 
 
 @functools.cache
@@ -125,15 +142,27 @@ def shared_resources(state_dir: Path) -> dict[str, object]:
     return default_resources(state_dir)
 
 
-def folder_definitions(folder: Path, project_root: Path) -> dg.Definitions:
-    """One ``PmsSyncComponent`` per mapping file of ``folder``: pms-sync's own code location."""
-    components = [
-        (PmsSyncComponent(mapping=str(connection.path)), connection)
-        for connection in discover(folder)
-    ]
+def folder_definitions(
+    folder: Path, project_root: Path, resources: Mapping[str, object] | None = None
+) -> dg.Definitions:
+    """One ``PmsSyncComponent`` per mapping file of ``folder``, resolved from its attributes as
+    ``dg`` resolves a ``defs.yaml``: pms-sync's own code location, ``make demo`` and the tests.
+
+    ``resources``: as in ``PmsSyncComponent.definitions``, the same objects for every
+    connection (so that they merge).
+    """
+    # discover refuses two mapping files naming one connection, with both paths.
     return dg.Definitions.merge(
         *(
-            _definitions(connection, component.state_path(project_root))
-            for component, connection in components
+            _component({"mapping": str(connection.path)}).definitions_of(
+                connection, project_root, resources
+            )
+            for connection in discover(folder)
         )
     )
+
+
+def _component(attributes: dict[str, object]) -> PmsSyncComponent:
+    """The component of these ``defs.yaml`` attributes, validated and resolved as ``dg`` does."""
+    model = TypeAdapter(PmsSyncComponent.model()).validate_python(attributes)
+    return PmsSyncComponent.resolve_from_model(dg.ResolutionContext.default(), model)

@@ -1,11 +1,13 @@
-"""Definitions built from a folder of mapping files: one asset group per connection."""
+"""The definitions of one connection: its asset group, checks, job, schedules and sensors.
+
+``PmsSyncComponent`` (``pms_sync.component``) adds the resources; it is the one way to build them.
+"""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import dagster as dg
 
@@ -14,13 +16,12 @@ from pms_sync.account_partitions import build_accounts_sensor, reservation_parti
 from pms_sync.accounts import build_accounts_asset
 from pms_sync.assets import build_assets, snapshot_pool
 from pms_sync.checks import build_checks
-from pms_sync.connections import Connection, discover
+from pms_sync.connections import Connection
 from pms_sync.events import build_events_definitions
 from pms_sync.exports import export_specs
 from pms_sync.jobs import build_job
 from pms_sync.links import build_links_definitions
 from pms_sync.partitions import reservation_partitions
-from pms_sync.resources import SnapshotResource, default_resources
 from pms_sync.schedules import build_reconcile_schedule, build_schedule
 from pms_sync.sensors import build_sensors
 from pms_sync.webhooks import build_webhooks_definitions
@@ -83,15 +84,3 @@ def connection_definitions(connection: Connection, snapshot: str | None = None) 
         build_webhooks_definitions(connection),
         build_events_definitions(connection),
     )
-
-
-def build_definitions(folder: Path, resources: dict[str, object] | None = None) -> dg.Definitions:
-    """Definitions for every mapping file of ``folder``, with the given or default resources."""
-    resources = resources if resources is not None else default_resources()
-    snapshot = resources.get("snapshot")
-    location = snapshot.path if isinstance(snapshot, SnapshotResource) else None
-    with accepted_preview_apis():
-        connections = [
-            connection_definitions(connection, location) for connection in discover(folder)
-        ]
-    return dg.Definitions.merge(*connections, dg.Definitions(resources=resources))

@@ -12,7 +12,6 @@ import dagster as dg
 from connector.sandbox.testing import MANY_CLIENT_ID, MANY_CLIENT_SECRET, SandboxHandle
 from pms_sync.account_partitions import accounts_definition, rectangle_tags
 from pms_sync.connections import load_connection
-from pms_sync.factory import build_definitions
 from pms_sync.resources import (
     IO_MANAGER_KEY,
     OpenApiResource,
@@ -23,6 +22,7 @@ from pms_sync.resources import (
 )
 from pms_sync.storage import MappedRecordsIOManager
 from tests.accounts.chain import ChainExport, account, booking, hotel, unit
+from tests.dagster.code_location import code_location
 
 
 def resources(chain: SandboxHandle, state: Path) -> dict[str, object]:
@@ -57,7 +57,7 @@ def test_the_nightly_job_discovers_the_hotels_and_flags_the_one_the_service_lack
 ) -> None:
     rows = [unit(hotel(n), 1) for n in range(1, 101)] + [unit("HOTEL-999", 1)]
     ChainExport(tmp_path / "mappings" / "chain").write(rows)
-    defs = build_definitions(tmp_path / "mappings", resources(chain, tmp_path))
+    defs = code_location(tmp_path / "mappings", resources(chain, tmp_path))
 
     result = defs.resolve_job_def("chain_sync").execute_in_process(raise_on_error=False)
 
@@ -78,7 +78,7 @@ def test_without_an_open_api_client_the_accounts_asset_says_so(
 ) -> None:
     ChainExport(tmp_path / "mappings" / "chain").write([unit(hotel(1), 1)])
     given = {**resources(chain, tmp_path), "service": ServiceResource(base_url=chain.base_url)}
-    defs = build_definitions(tmp_path / "mappings", given)
+    defs = code_location(tmp_path / "mappings", given)
 
     result = defs.resolve_job_def("chain_sync").execute_in_process(
         raise_on_error=False,
@@ -121,7 +121,7 @@ def test_a_run_of_several_hotels_named_by_external_id_gives_each_partition_its_o
     export.mapping.write_text(
         export.mapping.read_text() + "dagster:\n  partition_by_account: true\n"
     )
-    defs = build_definitions(tmp_path / "mappings", resources(chain, tmp_path))
+    defs = code_location(tmp_path / "mappings", resources(chain, tmp_path))
     month = f"{next_month:%Y-%m}"
     expected = {f"{hotel(1)}|{month}": 1, f"{hotel(2)}|{month}": 2}
     connection = load_connection(export.mapping)

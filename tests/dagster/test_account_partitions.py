@@ -13,8 +13,8 @@ from connector.snapshot import LockScope, Snapshot
 from pms_sync.account_partitions import accounts_definition, partition_key
 from pms_sync.assets import SNAPSHOT_POOL
 from pms_sync.connections import load_connection
-from pms_sync.factory import build_definitions
 from pms_sync.resources import ServiceResource, SnapshotResource
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -103,7 +103,7 @@ def stays(sandbox: SandboxHandle, account: str) -> set[str]:
 def test_the_reservations_are_partitioned_by_account_and_month_with_the_option(
     hotel: Export, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     graph = defs.resolve_asset_graph()
     partitions = graph.get(dg.AssetKey(["hotel", "synced_reservations"])).partitions_def
 
@@ -133,7 +133,7 @@ def test_the_mapping_s_lookup_accounts_are_added_by_the_sensor(
         "account: {column: account, lookup: hotels}\nlookups:\n  hotels: {BER: demo, MUC: demo-2}\n",
     )
     hotel.mapping.write_text(text)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     sensor = defs.resolve_sensor_def("hotel_accounts")
     with dg.instance_for_test() as instance:
         result = sensor(dg.build_sensor_context(instance=instance))
@@ -153,7 +153,7 @@ def test_one_run_per_account_fails_and_is_re_run_on_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     service = two_accounts_service(clean_sandbox, monkeypatch)
-    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    defs = code_location(hotel.folder.parent, {**resources, "service": service})
     with dg.instance_for_test() as instance:
         register_accounts_from_export(defs, instance)
         assert instance.get_dynamic_partitions("hotel_accounts") == ["demo", "hotel-a"]
@@ -208,13 +208,13 @@ def test_on_postgresql_a_run_of_one_account_syncs_while_another_account_is_writt
 ) -> None:
     service = two_accounts_service(clean_sandbox, monkeypatch)
     snapshot = SnapshotResource(path=postgres_snapshot_url, lock_timeout=1)
-    defs = build_definitions(
+    defs = code_location(
         hotel.folder.parent, {**resources, "service": service, "snapshot": snapshot}
     )
     synced = dg.AssetKey(["hotel", "synced_reservations"])
     # No pool on PostgreSQL: the scope locks keep two runs of one account apart, not Dagster.
     assert defs.resolve_assets_def(synced).op.pool is None
-    on_duckdb = build_definitions(hotel.folder.parent, resources)
+    on_duckdb = code_location(hotel.folder.parent, resources)
     assert on_duckdb.resolve_assets_def(synced).op.pool == SNAPSHOT_POOL
     with dg.instance_for_test() as instance:
         register_accounts_from_export(defs, instance)

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 from tests.dagster.test_sync_runs import run
 
@@ -42,7 +42,7 @@ def test_the_check_fails_naming_each_value_while_the_other_stays_are_synced(
 ) -> None:
     hotel = Export(tmp_path / "mappings" / "hotel", "hotel")
     hotel.write(UNITS, APRIL)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     result = run(defs, "2027-04")
 
@@ -65,7 +65,7 @@ def test_the_check_fails_naming_each_value_while_the_other_stays_are_synced(
             "      status: {column: status, map: {Cancelled: CANCELLED, storniert: CANCELLED}}\n",
         )
     )
-    fixed = run(build_definitions(hotel.folder.parent, resources), "2027-04")
+    fixed = run(code_location(hotel.folder.parent, resources), "2027-04")
 
     assert [item.passed for item in evaluations(fixed, "cancellations_sent_as_cancelled")] == [True]
     assert held(clean_sandbox) == {

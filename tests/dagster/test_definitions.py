@@ -2,14 +2,16 @@
 
 import json
 import os
+import warnings
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster.components.testing import create_defs_folder_sandbox
 
 from pms_sync.assets import SNAPSHOT_POOL
-from pms_sync.factory import build_definitions
+from pms_sync.component import PmsSyncComponent, folder_definitions
 from pms_sync.partitions import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
@@ -17,6 +19,7 @@ from pms_sync.partitions import (
     reservation_partitions,
 )
 from pms_sync.resources import SnapshotResource
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.filterwarnings("error::dagster.BetaWarning")
@@ -35,7 +38,7 @@ def two_connections(tmp_path: Path) -> Path:
 def test_each_mapping_file_becomes_an_asset_group_with_its_checks_job_and_schedule(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(two_connections, resources)
+    defs = code_location(two_connections, resources)
     graph = defs.resolve_asset_graph()
 
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
@@ -98,7 +101,7 @@ def test_the_snapshot_steps_queue_per_file_on_duckdb_and_per_connection_on_postg
 ) -> None:
     def pools(snapshot: str) -> dict[str, str | None]:
         """The pool of each connection's synced reservations and accounts steps."""
-        defs = build_definitions(
+        defs = code_location(
             two_connections, {**resources, "snapshot": SnapshotResource(path=snapshot)}
         )
         return {
@@ -122,7 +125,7 @@ def test_the_snapshot_steps_queue_per_file_on_duckdb_and_per_connection_on_postg
 def test_the_pms_exports_are_external_assets_upstream_of_the_mapped_assets(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    graph = build_definitions(two_connections, resources).resolve_asset_graph()
+    graph = code_location(two_connections, resources).resolve_asset_graph()
 
     mapped_units = graph.get(dg.AssetKey(["hotel", "mapped_accommodations"]))
     mapped_stays = graph.get(dg.AssetKey(["hotel", "mapped_reservations"]))
@@ -138,7 +141,7 @@ def test_the_pms_exports_are_external_assets_upstream_of_the_mapped_assets(
 def test_the_synced_assets_turn_stale_when_the_nightly_run_is_missed(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    graph = build_definitions(two_connections, resources).resolve_asset_graph()
+    graph = code_location(two_connections, resources).resolve_asset_graph()
 
     for asset in ("synced_accommodations", "synced_reservations"):
         policy = graph.get(dg.AssetKey(["hotel", asset])).freshness_policy
@@ -154,10 +157,46 @@ def test_bundled_mappings_load_as_the_code_location() -> None:
     assert len(list(defs.schedules)) == len(names)
 
 
+def test_the_components_attributes_in_a_defs_yaml_name_the_state_folder_and_the_partitions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PMS_SYNC_SNAPSHOT", raising=False)
+    hotel = Export(tmp_path / "pms" / "hotel", "hotel")
+    hotel.write([unit(1, "demo")], [booking(1, date(2025, 3, 5), "demo", unit_number=1)])
+    state = tmp_path / "state"
+    synced = dg.AssetKey(["hotel", "synced_reservations"])
+    # The example of docs/dagster.md, loaded by Dagster's own loader of a defs folder.
+    with create_defs_folder_sandbox() as sandbox, warnings.catch_warnings():
+        # Dagster's loader uses beta APIs of its own (code references, sensor owners) and a
+        # pydantic 1 one; the other tests hold pms-sync's definitions to no BetaWarning.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.filterwarnings("ignore", "`parse_obj_as` is deprecated")
+        folder = sandbox.defs_folder_path / "hotel"
+        folder.mkdir()
+        (folder / "defs.yaml").write_text(
+            "type: pms_sync.PmsSyncComponent\n"
+            "attributes:\n"
+            f"  mapping: {hotel.mapping}\n"
+            f"  state_dir: {state}\n"
+            "  partition_by_account: true\n"
+        )
+        with sandbox.load_component_and_build_defs(defs_path=folder) as (component, defs):
+            assert isinstance(component, PmsSyncComponent)
+            snapshot = defs.resources["snapshot"]
+            assert isinstance(snapshot, SnapshotResource)
+            assert snapshot.path == str(state / "snapshot.duckdb")
+            by_account = defs.resolve_assets_def(synced).partitions_def
+            assert isinstance(by_account, dg.MultiPartitionsDefinition)
+            assert {d.name for d in by_account.partitions_defs} == {"account", "month"}
+    # The mapping alone asks for no account partitions: the attribute won.
+    monthly = folder_definitions(hotel.folder.parent, tmp_path).resolve_assets_def(synced)
+    assert isinstance(monthly.partitions_def, dg.TimeWindowPartitionsDefinition)
+
+
 def test_nightly_run_covers_last_month_to_twelve_months_ahead(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(two_connections, resources)
+    defs = code_location(two_connections, resources)
     schedule = defs.resolve_schedule_def("hotel_nightly")
     tick = datetime(2026, 5, 14, 1, 30, tzinfo=UTC)
 
@@ -177,7 +216,7 @@ def test_nightly_window_starts_at_the_first_partition_of_a_young_connection() ->
 def test_sensor_starts_one_run_per_new_or_changed_file_and_none_for_an_unchanged_one(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(two_connections, resources)
+    defs = code_location(two_connections, resources)
     sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
     inbox = two_connections / "apartments" / "inbox"
 
@@ -214,7 +253,7 @@ def test_sensor_starts_one_run_per_new_or_changed_file_and_none_for_an_unchanged
 def test_the_landed_file_is_the_runs_input_and_a_file_matching_no_input_starts_no_run(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(two_connections, resources)
+    defs = code_location(two_connections, resources)
     sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
     inbox = two_connections / "apartments" / "inbox"
     inbox.mkdir()
@@ -237,7 +276,7 @@ def test_the_landed_file_is_the_runs_input_and_a_file_matching_no_input_starts_n
 def test_sensor_notices_a_file_touched_with_the_same_size(
     two_connections: Path, resources: dict[str, object]
 ) -> None:
-    defs = build_definitions(two_connections, resources)
+    defs = code_location(two_connections, resources)
     sensor = defs.resolve_sensor_def("city_apartments_drop_folder")
     inbox = two_connections / "apartments" / "inbox"
     inbox.mkdir()

@@ -8,9 +8,9 @@ import dagster as dg
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
 from pms_sync.partitions import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from pms_sync.schedules import RECONCILE_TAG
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 UNITS = [unit(1), unit(2)]
@@ -33,9 +33,9 @@ def test_the_reconcile_schedule_exists_only_when_the_mapping_names_one(
     hotel: Export, resources: dict[str, object]
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
-    without = build_definitions(hotel.folder.parent, resources)
+    without = code_location(hotel.folder.parent, resources)
     hotel.write(UNITS, BOOKINGS, extra=WEEKLY)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     request = reconcile_request(defs, datetime(2026, 5, 17, 2, 0, tzinfo=UTC))
 
@@ -72,7 +72,7 @@ def test_a_reconciliation_run_heals_drift_and_its_check_counts_it_per_account(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS, extra=WEEKLY)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     job = defs.resolve_job_def("hotel_sync")
     request = reconcile_request(defs, datetime(2026, 5, 17, 2, 0, tzinfo=UTC))
     nightly_tags = {key: value for key, value in request.tags.items() if key != RECONCILE_TAG}

@@ -8,10 +8,10 @@ import dagster as dg
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
 from pms_sync.partitions import range_tags
 from pms_sync.resources import IO_MANAGER_KEY, ServiceResource, SyncChecksResource
 from pms_sync.storage import MappedRecordsIOManager
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -92,7 +92,7 @@ def test_full_sync_delivers_everything_and_a_second_run_sends_no_request(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     first = run(defs, "2025-01", "2025-12")
 
@@ -150,7 +150,7 @@ def test_a_changed_unit_is_sent_as_one_update_with_secrets_masked_in_the_sample(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert run(defs, "2025-03").success
     sent = sync_requests(clean_sandbox)
 
@@ -171,7 +171,7 @@ def test_each_partition_of_a_three_month_backfill_pushes_only_its_own_month(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     by_month = {m: {f"B{i}" for i in range(12) if MONTHS[i % 4] == m} for m in MONTHS}
 
     delivered: set[str] = set()
@@ -188,7 +188,7 @@ def test_a_single_run_backfill_records_every_partition_and_leaves_other_months_a
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, BOOKINGS)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     result = run(defs, "2025-03", "2025-05")
 
@@ -205,7 +205,7 @@ def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_re
 ) -> None:
     hotel.write(UNITS, [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")])
     resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     result = run(defs, "2025-01", "2025-12")
 
@@ -253,7 +253,7 @@ def test_count_anomalies_compares_a_month_with_its_own_history(
 ) -> None:
     many = [booking(i, date(2025, 3 if i < 30 else 4, 1 + i % 28)) for i in range(33)]
     hotel.write(UNITS, many)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     instance = dg.DagsterInstance.ephemeral()  # the history lives in the instance's event log
     for _ in range(2):  # March holds 30 stays, April 3
         assert run(defs, "2025-03", "2025-04", instance).success
@@ -280,14 +280,14 @@ def test_reconciling_a_partition_cancels_missing_future_stays_only_in_its_month(
 ) -> None:
     future = [booking(n, date(2027, month, 10)) for n, month in ((1, 3), (2, 4), (3, 5))]
     hotel.write(UNITS, future, reservations_on_missing="cancel_future")
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert run(defs, "2027-03", "2027-05").success
 
     # March's and April's stays leave the export; the run covers April only, which now holds
     # no stay at all (the account is known from the units export).
     hotel.write(UNITS, future[2:], reservations_on_missing="cancel_future")
     # One of three known stays cancelled: fewer than the guard's min_records, no approval.
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     result = run(defs, "2027-04")
 
     assert result.success
@@ -303,7 +303,7 @@ def test_a_partition_keeps_a_stay_that_broke_or_moved_and_cancels_only_what_left
 ) -> None:
     april = [booking(n, date(2027, 4, 2 + n)) for n in (1, 2, 3, 4)]
     hotel.write(UNITS, april, reservations_on_missing="cancel_future")
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert run(defs, "2027-04").success
 
     hotel.write(
@@ -321,7 +321,7 @@ def test_a_partition_keeps_a_stay_that_broke_or_moved_and_cancels_only_what_left
         # cancellation in four is fewer than the guard's min_records: no approval needed).
         "sync_checks": SyncChecksResource(max_quarantine_share=0.5),
     }
-    result = run(build_definitions(hotel.folder.parent, resources), "2027-04")
+    result = run(code_location(hotel.folder.parent, resources), "2027-04")
 
     assert result.success
     synced = metadata(result, "synced_reservations")
@@ -342,7 +342,7 @@ def test_an_empty_units_export_fails_its_sync_step_as_unusable_and_sends_nothing
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, None)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False).success
     sent = sync_requests(clean_sandbox)
     hotel.write([], None)
@@ -367,7 +367,7 @@ def test_blocking_check_stops_the_push_of_a_mapping_with_five_percent_bad_rows(
     bookings = [booking(i, date(2025, 3, 1 + i)) for i in range(19)]
     bookings.append(booking(19, date(2025, 3, 25), adults="two"))  # 1 of 20 rows invalid
     hotel.write(UNITS, bookings)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     result = run(defs, "2025-03")
 
@@ -385,7 +385,7 @@ def test_a_refused_record_fails_the_dead_letter_check_but_not_the_run(
 ) -> None:
     # demo-token may not write to hotel-b: the service answers 403, the record is dead-lettered.
     hotel.write([unit(1), unit(2, account="hotel-b")], [booking(1, date(2025, 3, 5))])
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
 
     result = run(defs, "2025-03")
 
@@ -412,7 +412,7 @@ def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_accoun
         token="demo-token",
         account_token_env={"hotel-a": "TEST_HOTEL_A_TOKEN"},
     )
-    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    defs = code_location(hotel.folder.parent, {**resources, "service": service})
 
     result = run(defs, "2025-03")
 
@@ -443,7 +443,7 @@ def test_a_step_retry_after_a_transient_fault_sends_only_what_is_still_pending(
         base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, concurrency=1
     )
     hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
-    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    defs = code_location(hotel.folder.parent, {**resources, "service": service})
     clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
 
     result = run(defs, "2025-03")
@@ -462,7 +462,7 @@ def test_a_units_only_connection_has_no_partitions_and_its_nightly_run_syncs_the
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, None)
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()} == {
         "hotel/pms/units",
         "hotel/mapped_accommodations",
@@ -487,7 +487,7 @@ def test_a_budgeted_run_warns_of_the_upcoming_arrivals_it_left_unsent_and_shows_
     hotel.write(UNITS, arrivals)
     # The budget is per sync step: the units' step sends its 3, the reservations' step 4 of 6.
     service = ServiceResource(base_url=clean_sandbox.base_url, token="demo-token", max_requests=4)
-    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    defs = code_location(hotel.folder.parent, {**resources, "service": service})
     months = sorted({row["checkin"][:7] for row in arrivals})
 
     result = run(defs, months[0], months[-1])
@@ -512,7 +512,7 @@ def test_a_file_landed_in_the_drop_folder_is_what_the_run_syncs_and_is_archived_
     landed.write(UNITS, [booking(7, soon[1]), booking(8, soon[2])])
     landed.mapping.unlink()
     (inbox / "units.csv").unlink()
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     instance = dg.DagsterInstance.ephemeral()
     with dg.build_sensor_context(cursor=None, definitions=defs, instance=instance) as context:
         (request,) = (
@@ -544,12 +544,12 @@ def test_the_reservations_alone_sync_on_an_instance_that_never_synced_the_units(
     hotel: Export, resources: dict[str, object], clean_sandbox: SandboxHandle
 ) -> None:
     hotel.write(UNITS, [booking(1, date(2025, 3, 5))])
-    defs = build_definitions(hotel.folder.parent, resources)
+    defs = code_location(hotel.folder.parent, resources)
     assert run(defs, "2025-03").success  # the service knows the units
 
     fresh = {**resources, IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(hotel.folder / "io"))}
     hotel.write(UNITS, [booking(1, date(2025, 3, 5)), booking(2, date(2025, 3, 9))])
-    defs = build_definitions(hotel.folder.parent, fresh)
+    defs = code_location(hotel.folder.parent, fresh)
     selection = [
         dg.AssetKey(["hotel", "mapped_reservations"]),
         dg.AssetKey(["hotel", "synced_reservations"]),
@@ -577,7 +577,7 @@ def test_a_step_that_keeps_failing_stops_retrying_once_its_retry_window_is_over(
         base_url=clean_sandbox.base_url, token="demo-token", max_attempts=1, retry_window_s=0
     )
     hotel.write(UNITS, None)
-    defs = build_definitions(hotel.folder.parent, {**resources, "service": service})
+    defs = code_location(hotel.folder.parent, {**resources, "service": service})
     clean_sandbox.set_faults(fail_next=1, fail_next_status=503)
 
     result = defs.resolve_job_def("hotel_sync").execute_in_process(raise_on_error=False)
@@ -605,7 +605,7 @@ def test_every_metadata_key_a_run_shows_is_documented(
         [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")],
     )
     resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
-    result = run(build_definitions(hotel.folder.parent, resources), "2025-03", "2025-05")
+    result = run(code_location(hotel.folder.parent, resources), "2025-03", "2025-05")
     guide = (Path(__file__).parents[2] / "docs" / "dagster.md").read_text()
 
     shown = {
@@ -630,12 +630,12 @@ def test_a_unit_with_stays_is_held_under_allow_mass_change_and_released_by_its_o
 ) -> None:
     stay = [booking(1, date(2027, 3, 10), unit_number=3)]
     hotel.write(UNITS, stay)
-    assert run(build_definitions(hotel.folder.parent, resources), "2027-03").success
+    assert run(code_location(hotel.folder.parent, resources), "2027-03").success
     # Unit 3 leaves the export, its guest still arrives in March; a new guest books unit 1.
     hotel.write(UNITS[:2], [*stay, booking(2, date(2027, 3, 20), unit_number=1)])
     volume_only = {**resources, "sync_checks": SyncChecksResource(allow_mass_change=True)}
 
-    held = run(build_definitions(hotel.folder.parent, volume_only), "2027-03")
+    held = run(code_location(hotel.folder.parent, volume_only), "2027-03")
 
     assert not held.success
     # The run fails at its end: the new booking was sent before.
@@ -655,7 +655,7 @@ def test_a_unit_with_stays_is_held_under_allow_mass_change_and_released_by_its_o
         **resources,
         "sync_checks": SyncChecksResource(allow_deactivation_with_stays=True),
     }
-    released = run(build_definitions(hotel.folder.parent, stays_approved), "2027-03")
+    released = run(code_location(hotel.folder.parent, stays_approved), "2027-03")
 
     assert released.success
     status = {

@@ -18,7 +18,6 @@ import dagster as dg
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
 from pms_sync.partitions import range_tags
 from pms_sync.resources import (
     IO_MANAGER_KEY,
@@ -28,6 +27,7 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.storage import MappedRecordsIOManager
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
@@ -40,12 +40,12 @@ _CHILD = textwrap.dedent(
     import json, sys
     from pathlib import Path
     import dagster as dg
-    from pms_sync.factory import build_definitions
     from pms_sync.partitions import range_tags
     from pms_sync.resources import (
         IO_MANAGER_KEY, ServiceResource, SnapshotResource, SourcesResource, SyncChecksResource,
     )
     from pms_sync.storage import MappedRecordsIOManager
+    from tests.dagster.code_location import code_location
 
     folder, base_url, snapshot, io = sys.argv[1:5]
     resources = {
@@ -55,7 +55,7 @@ _CHILD = textwrap.dedent(
         "sync_checks": SyncChecksResource(),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=io),
     }
-    job = build_definitions(Path(folder), resources).resolve_job_def("hotel_sync")
+    job = code_location(Path(folder), resources).resolve_job_def("hotel_sync")
     window = dg.PartitionKeyRange("2025-01", "2025-12")
     result = job.execute_in_process(tags=range_tags(window), raise_on_error=False)
     failures = [
@@ -118,7 +118,7 @@ def test_a_terminated_sync_step_commits_what_was_answered_and_a_later_run_conver
         "sync_checks": SyncChecksResource(),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(io)),
     }
-    job = build_definitions(hotel.folder.parent, resources).resolve_job_def("hotel_sync")
+    job = code_location(hotel.folder.parent, resources).resolve_job_def("hotel_sync")
     later = job.execute_in_process(
         tags=range_tags(dg.PartitionKeyRange("2025-01", "2025-12")), raise_on_error=False
     )

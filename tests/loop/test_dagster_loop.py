@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
 from pms_sync.partitions import nightly_tags, reservation_partitions
 from pms_sync.resources import (
     IO_MANAGER_KEY,
@@ -24,6 +23,7 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.storage import MappedRecordsIOManager
+from tests.dagster.code_location import code_location
 from tests.loop.loop_samples import RECEIVER_SECRET, arrivals, running_receiver, write_connection
 
 EXTRA = """\
@@ -73,7 +73,7 @@ def test_the_loop_assets_exist_only_where_the_mapping_declares_them(
     folder = connection(tmp_path, arrivals([1]))
     write_connection(tmp_path / "mappings" / "plain", arrivals([1]), name="plain")
 
-    defs = build_definitions(folder, resources(clean_sandbox, tmp_path))
+    defs = code_location(folder, resources(clean_sandbox, tmp_path))
 
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
@@ -95,7 +95,7 @@ def test_the_nightly_job_applies_the_webhooks_and_writes_the_links_back(
     clean_sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     folder = connection(tmp_path, arrivals([1, 2, 40]))
-    defs = build_definitions(folder, resources(clean_sandbox, tmp_path))
+    defs = code_location(folder, resources(clean_sandbox, tmp_path))
     partitions = reservation_partitions("2025-01", "Europe/Vienna")
 
     result = defs.resolve_job_def("hotel_sync").execute_in_process(
@@ -116,7 +116,7 @@ def test_the_sensor_materializes_new_events_once_and_writes_them_back(
 ) -> None:
     folder = connection(tmp_path, arrivals([1]))
     given = resources(clean_sandbox, tmp_path)
-    defs = build_definitions(folder, given)
+    defs = code_location(folder, given)
     sensor = defs.resolve_sensor_def("hotel_service_events")
     instance = dg.DagsterInstance.ephemeral()
     with running_receiver(tmp_path / "events.duckdb") as receiver:

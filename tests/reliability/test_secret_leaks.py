@@ -49,7 +49,6 @@ from connector.sandbox.config import AccountConfig, SandboxConfig
 from connector.sandbox.config import ClientConfig as SandboxClient
 from connector.sandbox.testing import SandboxHandle, running_sandbox
 from connector.settings import load_settings, load_tokens_file
-from pms_sync.factory import build_definitions
 from pms_sync.partitions import range_tags
 from pms_sync.resources import (
     IO_MANAGER_KEY,
@@ -59,6 +58,7 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.storage import MappedRecordsIOManager
+from tests.dagster.code_location import code_location
 from tests.dagster.exports import Export, booking, unit
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -293,12 +293,12 @@ def test_dagster_runs_never_show_a_secret(
         "sync_checks": SyncChecksResource(max_quarantine_share=0.1),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
     }
-    defs = build_definitions(connection.folder.parent, resources)
+    defs = code_location(connection.folder.parent, resources)
     job = defs.resolve_job_def("leaky_sync")
     tags = range_tags(dg.PartitionKeyRange("2025-01", "2025-12"))
 
     result = job.execute_in_process(tags=tags, raise_on_error=False)
-    wrong_token_defs = build_definitions(
+    wrong_token_defs = code_location(
         connection.folder.parent,
         {
             **resources,
@@ -464,7 +464,7 @@ def test_dagster_events_and_metadata_never_show_an_echoed_code(
         "sync_checks": SyncChecksResource(max_quarantine_share=0.1),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(tmp_path / "io")),
     }
-    job = build_definitions(connection.folder.parent, resources).resolve_job_def("leaky_sync")
+    job = code_location(connection.folder.parent, resources).resolve_job_def("leaky_sync")
     tags = range_tags(dg.PartitionKeyRange("2025-01", "2025-12"))
 
     result = job.execute_in_process(tags=tags, raise_on_error=False)

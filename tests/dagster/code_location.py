@@ -1,0 +1,15 @@
+"""The Definitions a Dagster test runs: built the way the code location builds them."""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+
+from pms_sync.component import folder_definitions
+
+
+def code_location(folder: Path, resources: Mapping[str, object]) -> dg.Definitions:
+    """One ``PmsSyncComponent`` per mapping file of ``folder``, resolved from its attributes by
+    ``folder_definitions`` as in ``assets/definitions.py`` and ``make demo``, with the test's
+    resources (its sandbox and snapshot) in place of the state folder's defaults."""
+    return folder_definitions(folder, folder.parent, resources)
