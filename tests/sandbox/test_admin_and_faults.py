@@ -280,6 +280,7 @@ def test_stats_count_requests_per_endpoint_and_status(
         },
         "total": 5,
         "injected": {"error": 1},
+        "in_flight": 0,
     }
 
 
@@ -293,7 +294,7 @@ def test_reset_forgets_records_stats_and_faults_but_keeps_credentials(
     clean_sandbox.reset()
 
     assert clean_sandbox.records() == []
-    assert clean_sandbox.stats() == {"requests": {}, "total": 0, "injected": {}}
+    assert clean_sandbox.stats() == {"requests": {}, "total": 0, "injected": {}, "in_flight": 0}
     assert http.get(ACCOUNTS, headers=headers).status_code == 200
     assert http.post(SYNC, json=_reservation(), headers=DEMO_TOKEN).status_code == 200
 
