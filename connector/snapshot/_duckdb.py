@@ -397,6 +397,10 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         # column for each of the statements below.
         with self._transaction() as cursor:
             cursor.register("ack_frame", acknowledgements)
+            if _has_duplicate_keys(cursor, "ack_frame"):
+                # One statement may not touch a row twice: the batch's last one wins.
+                cursor.unregister("ack_frame")
+                cursor.register("ack_frame", _latest_per_key(acknowledgements))
             cursor.execute(
                 """
                 INSERT INTO acknowledged BY NAME
@@ -439,6 +443,7 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             return
         frame = _frame_of(changes, PossiblyStored)
         frame["entity"] = frame["entity"].astype(str)
+        frame = frame.drop_duplicates(["account_id", "entity", "record_id"], keep="last")
         with self._transaction() as cursor:
             cursor.register("possible_frame", frame)
             cursor.execute(
@@ -505,15 +510,21 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         frame["entity"] = frame["entity"].astype(str)
         with self._transaction() as cursor:
             cursor.register("refusal_frame", frame)
+            # Each refusal is one refused request: a record refused twice in the batch counts
+            # two attempts, its last refusal giving the message.
             cursor.execute(
                 """
                 INSERT INTO dead_letters
-                SELECT account_id, entity, record_id, content_hash, http_status, message, 1,
-                       CAST(seen_at AS TIMESTAMP), CAST(seen_at AS TIMESTAMP), request_id
-                FROM refusal_frame
+                SELECT account_id, entity, record_id, arg_max(content_hash, n),
+                       arg_max(http_status, n), arg_max(message, n), count(*),
+                       CAST(arg_min(seen_at, n) AS TIMESTAMP),
+                       CAST(arg_max(seen_at, n) AS TIMESTAMP), arg_max(request_id, n)
+                FROM (SELECT *, row_number() OVER () AS n FROM refusal_frame)
+                GROUP BY account_id, entity, record_id
                 ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
                     content_hash = excluded.content_hash, http_status = excluded.http_status,
-                    message = excluded.message, attempts = dead_letters.attempts + 1,
+                    message = excluded.message,
+                    attempts = dead_letters.attempts + excluded.attempts,
                     last_seen = excluded.last_seen, request_id = excluded.request_id
                 """
             )
@@ -738,6 +749,24 @@ def _frame_of(rows: Sequence[Refusal] | Sequence[PossiblyStored], kind: type) ->
     member of every row; the commits of a push run on a thread that shares the GIL with the
     event loop, so the Python they cost is kept small."""
     return pd.DataFrame({f.name: [getattr(row, f.name) for row in rows] for f in fields(kind)})
+
+
+def _has_duplicate_keys(cursor: duckdb.DuckDBPyConnection, table: str) -> bool:
+    row = cursor.execute(
+        f"SELECT count(*) <> count(DISTINCT (account_id, entity, record_id)) FROM {table}"
+    ).fetchall()
+    return bool(row and row[0][0])
+
+
+def _latest_per_key(rows: pa.Table) -> pa.Table:
+    """The last row of each (account_id, entity, record_id)."""
+    keys = ["account_id", "entity", "record_id"]
+    last = (
+        rows.append_column("_n", pa.array(np.arange(rows.num_rows)))
+        .group_by(keys, use_threads=False)
+        .aggregate([("_n", "max")])
+    )
+    return rows.take(last.column("_n_max"))
 
 
 def _has_rows(cursor: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -769,7 +769,13 @@ class PostgresSnapshot(PortableReads):
                 "mapping_fingerprint": mapping_fingerprint,
             },
         )
-        return pa.Table.from_pandas(found.loc[:, list(FINGERPRINT_COLUMNS)], preserve_index=False)
+        table = pa.Table.from_pandas(found.loc[:, list(FINGERPRINT_COLUMNS)], preserve_index=False)
+        # The dates as DuckDB's backend hands them (date32), without pandas' metadata.
+        dates = {"checkin", "checkout"}
+        schema = pa.schema(
+            [pa.field(f.name, pa.date32() if f.name in dates else f.type) for f in table.schema]
+        )
+        return table.cast(schema)
 
     def record_fingerprints(
         self,
