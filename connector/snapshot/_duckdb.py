@@ -341,25 +341,28 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             found = [side for side in sides if len(side)]
             rows = pd.concat(found, ignore_index=True) if len(found) > 1 else (found or sides)[0]
             decided = _with_retired(cursor, rows, params)
-            if self.read_only:
-                return _diff_result(frame, decided, request.by_checkin)
-            # Every incoming record passed the current contract in this run: an acknowledged
-            # payload identical to one of them is known valid under it from now on, so the
-            # next run's mapping need not validate it again (after an upgrade, say).
+        finally:
+            cursor.close()
+        return _diff_result(frame, decided, request.by_checkin)
+
+    def mark_validated(self, entity: Entity, records: pd.DataFrame) -> None:
+        if not len(records):
+            return
+        with self._transaction() as cursor:
+            cursor.register(
+                "validated_frame", records.loc[:, ["account_id", "record_id", "payload"]]
+            )
             cursor.execute(
                 """
                 UPDATE acknowledged AS a SET validated_with = $contract
-                FROM incoming_frame AS i
+                FROM validated_frame AS i
                 WHERE a.entity = $entity AND a.validated_with IS DISTINCT FROM $contract
                   AND i.payload IS NOT NULL
                   AND a.account_id = i.account_id AND a.record_id = i.record_id
                   AND a.payload = i.payload
                 """,
-                {"contract": CONTRACT_FINGERPRINT, "entity": str(request.entity)},
+                {"contract": CONTRACT_FINGERPRINT, "entity": str(entity)},
             )
-        finally:
-            cursor.close()
-        return _diff_result(frame, decided, request.by_checkin)
 
     def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
         columns = ["account_id", "unit_id", "stays", "last_checkout"]

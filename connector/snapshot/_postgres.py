@@ -174,10 +174,36 @@ class PostgresSnapshot(PortableReads):
                     ),
                 )
             result = DuckDBSnapshot(memory, self.location, read_only=True).diff(request)
-            revalidated = _revalidated(memory, request) if not self.read_only else []
-        if revalidated:
-            self._mark_validated(request.entity, revalidated)
         return _with_payloads(result, self.payloads_of(request.entity, _retired_keys(result)))
+
+    def mark_validated(self, entity: Entity, records: pd.DataFrame) -> None:
+        records = records.loc[records["payload"].notna(), ["account_id", "record_id", "payload"]]
+        if not len(records):
+            return
+        # Usually none is stale (the contract changed since their acknowledgement): only those
+        # are compared with the incoming payloads.
+        stale = self._query(
+            "SELECT account_id, record_id, payload_md5 FROM acknowledged WHERE entity = :entity "
+            "AND validated_with IS DISTINCT FROM :contract AND payload_md5 IS NOT NULL "
+            "AND account_id = ANY(:accounts)",
+            {
+                "entity": str(entity),
+                "contract": CONTRACT_FINGERPRINT,
+                "accounts": sorted(_accounts_of(records)),
+            },
+        )
+        if not len(stale):
+            return
+        with open_duckdb(":memory:") as memory:
+            memory.register("incoming_frame", records)
+            memory.register("stale_frame", stale)
+            keys = memory.execute(
+                "SELECT s.account_id, s.record_id FROM stale_frame AS s "
+                "JOIN incoming_frame AS i USING (account_id, record_id) "
+                "WHERE s.payload_md5 = md5(i.payload)"
+            ).fetchall()
+        if keys:
+            self._mark_validated(entity, [(str(account), str(record)) for account, record in keys])
 
     def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
         accounts = sorted(set(request.units["account_id"].astype(str)))
@@ -1037,23 +1063,6 @@ def _accounts_of(*frames: pd.DataFrame) -> set[str]:
         if len(frame) and "account_id" in frame:
             found |= {str(a) for a in frame["account_id"].dropna().unique()}
     return found
-
-
-def _revalidated(memory: duckdb.DuckDBPyConnection, request: DiffRequest) -> list[tuple[str, str]]:
-    """Acknowledged records whose payload equals an incoming one (which passed the current
-    contract) but that are not yet marked valid under it."""
-    if not len(request.records):
-        return []
-    memory.register(
-        "incoming_frame", request.records.loc[:, ["account_id", "record_id", "payload"]]
-    )
-    rows = memory.execute(
-        "SELECT a.account_id, a.record_id FROM acknowledged AS a "
-        "JOIN incoming_frame AS i USING (account_id, record_id) "
-        "WHERE a.validated_with IS DISTINCT FROM $contract AND a.payload_md5 = md5(i.payload)",
-        {"contract": CONTRACT_FINGERPRINT},
-    ).fetchall()
-    return [(str(account), str(record)) for account, record in rows]
 
 
 def _retired_keys(result: DiffResult) -> list[tuple[str, str]]:

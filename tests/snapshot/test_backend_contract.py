@@ -21,6 +21,7 @@ from connector.contract import CONTRACT_FINGERPRINT, Entity
 from connector.plan import ReconcilePolicy, build_plan
 from connector.snapshot import (
     Acknowledgement,
+    DiffRequest,
     DiscoveredAccount,
     DriftEvent,
     GuestLinkRecord,
@@ -231,11 +232,7 @@ def test_plans_and_what_they_mark_valid(
         # Acknowledged under an older contract: the second plan's diff sees U1 and B1's
         # payloads pass the current one (U2 changed, U3 left the export).
         with monkeypatch.context() as patched:
-            for module in list(sys.modules.values()):
-                if module.__name__.startswith("connector.snapshot") and hasattr(
-                    module, "CONTRACT_FINGERPRINT"
-                ):
-                    patched.setattr(module, "CONTRACT_FINGERPRINT", "an-older-contract")
+            older_contract(patched)
             acknowledge_all(store, build_plan(store, first, today=TODAY, policy=policy))
         plan = build_plan(store, second, today=TODAY, policy=policy, by_checkin=True)
         stays = store.unit_stays(
@@ -262,6 +259,36 @@ def test_plans_and_what_they_mark_valid(
     columns, _, rows = found["validated"]
     valid = {row[0] for row in rows if row[2] == CONTRACT_FINGERPRINT}
     assert valid == {"U1"}
+
+
+def test_the_diff_writes_nothing_and_marking_valid_is_a_write_of_its_own(
+    on_both: Callable[[Scenario], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapped = batches([unit("U1"), unit("U2")])[A].records
+
+    def scenario(store: SnapshotStore) -> dict[str, Any]:
+        with monkeypatch.context() as patched:
+            older_contract(patched)
+            acknowledge_all(store, build_plan(store, {A: batches([unit("U1")])[A]}, today=TODAY))
+        store.diff(DiffRequest(entity=A, records=mapped, scope_accounts=frozenset({"acc-1"})))
+        after_diff = store.acknowledged()["validated_with"].tolist()
+        store.mark_validated(A, mapped)
+        return {
+            "after_diff": after_diff,
+            "after_mark": store.acknowledged()["validated_with"].tolist(),
+        }
+
+    found = on_both(scenario)
+    assert found == {"after_diff": ["an-older-contract"], "after_mark": [CONTRACT_FINGERPRINT]}
+
+
+def older_contract(patched: pytest.MonkeyPatch) -> None:
+    """Acknowledgements made from now on record an older contract than the current one."""
+    for module in list(sys.modules.values()):
+        if module.__name__.startswith("connector.snapshot") and hasattr(
+            module, "CONTRACT_FINGERPRINT"
+        ):
+            patched.setattr(module, "CONTRACT_FINGERPRINT", "an-older-contract")
 
 
 def test_resends_drift_and_reconciliation_passes(
