@@ -33,6 +33,7 @@ from connector.snapshot import _fingerprints, _resend
 from connector.snapshot._accounts import AccountTables
 from connector.snapshot._events import EventTables
 from connector.snapshot._links import LinkTables
+from connector.snapshot._locks import LockScope
 from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
     DiffRequest,
@@ -1045,6 +1046,31 @@ def _migrate(connection: duckdb.DuckDBPyConnection, file: Path) -> None:
     except duckdb.Error as error:
         connection.close()
         raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
+
+
+@contextmanager
+def open_store(
+    location: str | Path,
+    *,
+    lock_timeout: float = 0.0,
+    read_only: bool = False,
+    scope: LockScope | None = None,
+) -> Iterator[DuckDBSnapshot]:
+    """The file's store (one writer whatever the ``scope``)."""
+    with DuckDBSnapshot.open(location, lock_timeout=lock_timeout, read_only=read_only) as store:
+        yield store
+
+
+@contextmanager
+def fingerprint_reader(
+    location: str | Path, connection: str | None
+) -> Iterator[_fingerprints.FileReader]:
+    """Reads the file's stored fingerprints, a short-lived read-only connection per entity."""
+    reader = _fingerprints.FileReader(location, connection)
+    try:
+        yield reader
+    finally:
+        reader.close()
 
 
 def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:

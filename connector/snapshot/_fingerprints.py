@@ -9,7 +9,7 @@ since is mapped again, whatever its fingerprint says.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -18,7 +18,6 @@ import pyarrow as pa
 
 from connector.contract import Entity
 from connector.duckdb_memory import open_duckdb
-from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
 """The migration that created ``source_fingerprints``."""
@@ -121,28 +120,17 @@ def fingerprint_reader_of(
     file yet, a schema before fingerprints, a file another process is writing, a database
     that does not answer.
     """
-    if location is not None and is_database_url(location):
-        from connector.errors import SnapshotError
-        from connector.snapshot._postgres import PostgresSnapshot
-
-        with ExitStack() as stack:
-            try:
-                database = stack.enter_context(PostgresSnapshot.open(str(location), read_only=True))
-            except SnapshotError:
-                yield lambda entity, fingerprint: None
-                return
-            yield lambda entity, fingerprint: database.stored_fingerprints(
-                connection, entity, fingerprint
-            )
-        return
-    reader = _FileReader(location, connection)
-    try:
+    if location is None:
+        reader = FileReader(None, connection)
         yield reader
-    finally:
-        reader.close()
+        return
+    from connector.snapshot._backends import backend_of
+
+    with backend_of(location).fingerprint_reader(location, connection) as found:
+        yield found
 
 
-class _FileReader:
+class FileReader:
     """Reads a DuckDB snapshot file through a short-lived read-only connection per entity, so
     no second DuckDB instance holds memory while the mapping runs."""
 

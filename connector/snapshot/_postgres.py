@@ -16,10 +16,11 @@ DuckDB file: acknowledgements are durable as they arrive. Locks are per scope
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, fields
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any, cast
 
 import duckdb
@@ -1136,3 +1137,44 @@ def _upsert(
 
 def _first_line(error: Exception) -> str:
     return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+
+
+# -- the backend's entries (connector.snapshot._backends) -----------------------------------
+
+
+@contextmanager
+def open_store(
+    location: str | Path,
+    *,
+    lock_timeout: float = 0.0,
+    read_only: bool = False,
+    scope: LockScope | None = None,
+) -> Iterator[PostgresSnapshot]:
+    with PostgresSnapshot.open(
+        str(location), lock_timeout=lock_timeout, read_only=read_only, scope=scope
+    ) as store:
+        yield store
+
+
+def validated_payloads(location: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
+    try:
+        with PostgresSnapshot.open(str(location), read_only=True) as database:
+            return database.validated_payloads(record_ids)
+    except SnapshotError:
+        return None  # the run validates every record, which is only slower
+
+
+@contextmanager
+def fingerprint_reader(
+    location: str | Path, connection: str | None
+) -> Iterator[Callable[[Entity, str], pa.Table | None]]:
+    """Reads the database's stored fingerprints (nothing when it does not answer)."""
+    with ExitStack() as stack:
+        try:
+            database = stack.enter_context(PostgresSnapshot.open(str(location), read_only=True))
+        except SnapshotError:
+            yield lambda entity, fingerprint: None
+            return
+        yield lambda entity, fingerprint: database.stored_fingerprints(
+            connection, entity, fingerprint
+        )
