@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
@@ -56,58 +55,6 @@ def stored_fingerprints(
             "mapping_fingerprint": mapping_fingerprint,
         },
     ).to_arrow_table()
-
-
-def record_fingerprints(
-    cursor: duckdb.DuckDBPyConnection,
-    connection: str | None,
-    entity: Entity,
-    mapping_fingerprint: str,
-    mapped: pd.DataFrame,
-) -> int:
-    """Keep the fingerprints of ``mapped`` (MAPPED_COLUMNS) whose content the service now
-    holds; forget those of the other mapped records (quarantined, refused, unsent) and every
-    fingerprint of an older mapping. Returns how many are kept."""
-    params = {
-        "connection": connection_key(connection),
-        "owner": connection,
-        "entity": str(entity),
-        "mapping_fingerprint": mapping_fingerprint,
-    }
-    cursor.execute(
-        "DELETE FROM source_fingerprints WHERE connection = $connection AND entity = $entity "
-        "AND mapping_fingerprint <> $mapping_fingerprint",
-        {key: params[key] for key in ("connection", "entity", "mapping_fingerprint")},
-    )
-    if not len(mapped):
-        return 0
-    cursor.register("mapped_fingerprints", mapped)
-    try:
-        cursor.execute(
-            """
-            DELETE FROM source_fingerprints AS f USING mapped_fingerprints AS m
-            WHERE f.connection = $connection AND f.entity = $entity
-              AND f.source_account = m.source_account AND f.record_id = m.record_id
-            """,
-            {key: params[key] for key in ("connection", "entity")},
-        )
-        ((kept,),) = cursor.execute(
-            """
-            INSERT INTO source_fingerprints
-            SELECT DISTINCT ON (m.source_account, m.record_id)
-                   $connection, $entity, m.source_account, m.record_id, m.account_id,
-                   m.fingerprint, $mapping_fingerprint, m.content_hash
-            FROM mapped_fingerprints AS m
-            JOIN acknowledged AS a
-              ON a.account_id = m.account_id AND a.entity = $entity
-             AND a.record_id = m.record_id AND a.content_hash = m.content_hash
-             AND a.status = 'active' AND a.connection IS NOT DISTINCT FROM $owner
-            """,
-            params,
-        ).fetchall()
-    finally:
-        cursor.unregister("mapped_fingerprints")
-    return int(kept)
 
 
 @contextmanager
