@@ -402,10 +402,12 @@ class DuckDBSnapshot(SnapshotOperations):
         finally:
             cursor.close()
 
-    def _arrow(self, sql: str, params: Params | None = None) -> pa.Table:
-        text, values = _duckdb_sql(sql, params)
+    def _arrow(self, sql: str, params: Params | None = None, rows: Rows | None = None) -> pa.Table:
+        text, values = _duckdb_sql(sql.replace("{rows}", "batch"), params)
         cursor = self._connection.cursor()
         try:
+            if rows is not None:
+                cursor.register("batch", rows)
             return cursor.sql(text, params=values).to_arrow_table()
         finally:
             cursor.close()
@@ -787,14 +789,7 @@ def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> 
             (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
             if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None
-            among = ""
-            if record_ids is not None:
-                connection.register("ids_to_map", pa.table({"record_id": record_ids}))
-                among = " AND record_id IN (SELECT record_id FROM ids_to_map)"
-            return connection.sql(
-                "SELECT DISTINCT payload_md5 FROM acknowledged "
-                "WHERE validated_with = $contract AND payload_md5 IS NOT NULL" + among,
-                params={"contract": CONTRACT_FINGERPRINT},
-            ).to_arrow_table()
+            store = DuckDBSnapshot(connection, str(file), read_only=True)
+            return store.validated_payloads(record_ids)
     except duckdb.Error:
         return None

@@ -39,24 +39,6 @@ def connection_key(connection: str | None) -> str:
     return connection or ""
 
 
-def stored_fingerprints(
-    cursor: duckdb.DuckDBPyConnection,
-    connection: str | None,
-    entity: Entity,
-    mapping_fingerprint: str,
-) -> pa.Table:
-    """FINGERPRINT_COLUMNS (connector.records) of the records still held as mapped."""
-    return cursor.sql(
-        STORED_SQL.replace(":", "$"),
-        params={
-            "connection": connection_key(connection),
-            "owner": connection,
-            "entity": str(entity),
-            "mapping_fingerprint": mapping_fingerprint,
-        },
-    ).to_arrow_table()
-
-
 @contextmanager
 def fingerprint_reader_of(
     location: str | Path | None, connection: str | None
@@ -95,7 +77,10 @@ class FileReader:
                 }
                 if FINGERPRINTS_SINCE not in versions:
                     return None
-                return stored_fingerprints(db, self._connection, entity, mapping_fingerprint)
+                from connector.snapshot._duckdb import DuckDBSnapshot
+
+                store = DuckDBSnapshot(db, str(self._file), read_only=True)
+                return store.stored_fingerprints(self._connection, entity, mapping_fingerprint)
         except duckdb.Error:
             return None  # a file another process is writing: every record is mapped
 

@@ -355,6 +355,23 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
         # The sums as text: 64-bit hashes summed exceed what a frame's numbers hold exactly.
         return "-".join(str(part) for part in row.iloc[0])
 
+    # -- the cache of payloads known valid -----------------------------------------------
+
+    def validated_payloads(self, record_ids: pa.Array | None = None) -> pa.Table:
+        """MD5s of the acknowledged payloads the current contract validated (of the records
+        ``record_ids`` only, when given)."""
+        sql = (
+            "SELECT DISTINCT payload_md5 FROM acknowledged "
+            "WHERE validated_with = :contract AND payload_md5 IS NOT NULL"
+        )
+        if record_ids is None:
+            return self._arrow(sql, {"contract": CONTRACT_FINGERPRINT})
+        return self._arrow(
+            sql + " AND record_id IN (SELECT record_id FROM {rows})",
+            {"contract": CONTRACT_FINGERPRINT},
+            pa.table({"record_id": record_ids}),
+        )
+
     # -- source fingerprints (connector.snapshot._fingerprints) ---------------------------
 
     def stored_fingerprints(

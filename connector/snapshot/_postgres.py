@@ -249,18 +249,6 @@ class PostgresSnapshot(SnapshotOperations):
 
     # -- the cache of payloads known valid ------------------------------------------------
 
-    def validated_payloads(self, record_ids: pa.Array | None = None) -> pa.Table:
-        """MD5s of the acknowledged payloads the current contract validated (of the records
-        ``record_ids`` only, when given)."""
-        among = "" if record_ids is None else " AND record_id = ANY(CAST(:ids AS text[]))"
-        found = self._query(
-            "SELECT DISTINCT payload_md5 FROM acknowledged "
-            "WHERE validated_with = :contract AND payload_md5 IS NOT NULL" + among,
-            {"contract": CONTRACT_FINGERPRINT}
-            | ({} if record_ids is None else {"ids": record_ids.to_pylist()}),
-        )
-        return pa.Table.from_pandas(found, preserve_index=False)
-
     # -- helpers --------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Params | None = None) -> pd.DataFrame:
@@ -268,9 +256,9 @@ class PostgresSnapshot(SnapshotOperations):
             result = connection.execute(sa.text(sql), dict(params or {}))
             return _frame(result)
 
-    def _arrow(self, sql: str, params: Params | None = None) -> pa.Table:
+    def _arrow(self, sql: str, params: Params | None = None, rows: Rows | None = None) -> pa.Table:
         with self._reading() as connection:
-            result = connection.execute(sa.text(sql), dict(params or {}))
+            result = self._run(connection, sql, params, rows)
             description = result.cursor.description if result.cursor is not None else ()
             rows = result.all()
         return pa.table(

@@ -33,7 +33,7 @@ class StorePrimitives:
         """A read's rows as a frame with DuckDB's dtypes."""
         raise NotImplementedError
 
-    def _arrow(self, sql: str, params: Params | None = None) -> pa.Table:
+    def _arrow(self, sql: str, params: Params | None = None, rows: Rows | None = None) -> pa.Table:
         """A read's rows as Arrow (dates as date32)."""
         raise NotImplementedError
 
