@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, fields
+from datetime import datetime
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
 from connector.snapshot._accounts import AccountTables, PropertyState, PropertyStatusRecord
@@ -89,13 +91,17 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
     def record_refusals(self, refusals: Sequence[Refusal]) -> None:
         if not refusals:
             return
-        frame = _frame_of(refusals, Refusal)
         # Each refusal is one refused request: a record refused twice in the batch counts two
         # attempts, its last refusal giving the message.
-        counted = frame.groupby(list(KEY), sort=False).agg(
-            attempts=("seen_at", "size"), first_seen=("seen_at", "first")
+        letters: dict[tuple[str, str, str], tuple[Refusal, int, datetime]] = {}
+        for refusal in refusals:
+            key = (refusal.account_id, str(refusal.entity), refusal.record_id)
+            _, attempts, first_seen = letters.get(key, (refusal, 0, refusal.seen_at))
+            letters[key] = (refusal, attempts + 1, first_seen)
+        frame = _frame_of([last for last, _, _ in letters.values()], Refusal).assign(
+            attempts=[attempts for _, attempts, _ in letters.values()],
+            first_seen=[first_seen for _, _, first_seen in letters.values()],
         )
-        letters = latest_per_key(frame, KEY).merge(counted.reset_index(), on=list(KEY))
         with self._transaction() as session:
             self._execute(
                 session,
@@ -111,7 +117,7 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
                     attempts = dead_letters.attempts + excluded.attempts,
                     last_seen = excluded.last_seen, request_id = excluded.request_id
                 """,
-                rows=letters,
+                rows=frame,
             )
 
     def record_possibly_stored(self, changes: Sequence[PossiblyStored]) -> None:
@@ -124,9 +130,11 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
     def _write_possibly_stored(self, changes: Sequence[PossiblyStored], conflict: str) -> None:
         if not changes:
             return
-        frame = _frame_of(changes, PossiblyStored)
+        # The last change of each record (one statement may not touch a row twice).
+        latest = {(c.account_id, c.entity, c.record_id): c for c in changes}
+        frame = _frame_of(list(latest.values()), PossiblyStored)
         with self._transaction() as session:
-            self._execute(session, _POSSIBLY_STORED_SQL + conflict, rows=latest_per_key(frame, KEY))
+            self._execute(session, _POSSIBLY_STORED_SQL + conflict, rows=frame)
 
     def clear_in_flight(self, in_flight: str, keep: Collection[tuple[str, str, str]]) -> None:
         kept = pd.DataFrame(sorted(keep), columns=list(KEY), dtype=object)
@@ -446,6 +454,8 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
 def _latest_acknowledgements(acknowledgements: pa.Table) -> pa.Table:
     """The last row of each key (one statement may not touch a row twice); the table itself
     when no key repeats, the push's usual batch."""
+    if pc.count_distinct(acknowledgements.column("record_id")).as_py() == acknowledgements.num_rows:
+        return acknowledgements  # no id repeats, so no key does (cheap: one column hashed)
     keys = list(KEY)
     last = (
         acknowledgements.select(keys)
