@@ -247,8 +247,6 @@ class PostgresSnapshot(SnapshotOperations):
         """The rate-limit log concurrent runs share, on a connection of its own (close it)."""
         return PostgresRateLedger(self._connection.engine.connect())
 
-    # -- the cache of payloads known valid ------------------------------------------------
-
     # -- helpers --------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Params | None = None) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The interface every snapshot backend offers (DuckDB today, PostgreSQL later)."""
+"""The interface every snapshot backend offers (a DuckDB file, a PostgreSQL database)."""
 
 from __future__ import annotations
 
