@@ -409,6 +409,8 @@ def build_plan(
                 by_checkin=by_checkin and entity == Entity.RESERVATION,
             )
         )
+        if not snapshot.read_only:  # the records passed the current contract in this run
+            snapshot.mark_validated(entity, batch.records)
         diffs[entity] = (result.changes, result.counts)
         if result.counts_by_checkin is not None:
             by_day.append(result.counts_by_checkin.assign(entity=str(entity)))

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from connector.errors import SnapshotError
 from connector.snapshot._accounts import (
     DEFAULT_RENEW_MARGIN_S,
     DiscoveredAccount,
     PropertyState,
     PropertyStatusRecord,
 )
+from connector.snapshot._backends import backend_of
 from connector.snapshot._duckdb import DuckDBSnapshot
-from connector.snapshot._duckdb import validated_payloads as _file_validated_payloads
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
 from connector.snapshot._fingerprints import fingerprint_reader_of
 from connector.snapshot._links import GUEST_LINK_COLUMNS, GuestLinkRecord
@@ -80,15 +79,9 @@ class Snapshot:
         DuckDB file has one writer whatever the scope. ``lock_timeout``: seconds to wait for
         the writer holding it.
         """
-        if is_database_url(location):
-            from connector.snapshot._postgres import PostgresSnapshot
-
-            with PostgresSnapshot.open(
-                str(location), lock_timeout=lock_timeout, read_only=read_only, scope=scope
-            ) as database:
-                yield database
-            return
-        with DuckDBSnapshot.open(location, lock_timeout=lock_timeout, read_only=read_only) as store:
+        with backend_of(location).open_store(
+            location, lock_timeout=lock_timeout, read_only=read_only, scope=scope
+        ) as store:
             yield store
 
 
@@ -97,15 +90,7 @@ def validated_payloads(location: str | Path, record_ids: pa.Array | None = None)
     known); with ``record_ids``, of those records' payloads only: a run that maps 10,000
     records of 1M reads 10,000 MD5s, not 1M. Read before a run opens the snapshot for
     writing."""
-    if not is_database_url(location):
-        return _file_validated_payloads(location, record_ids)
-    from connector.snapshot._postgres import PostgresSnapshot
-
-    try:
-        with PostgresSnapshot.open(str(location), read_only=True) as database:
-            return database.validated_payloads(record_ids)
-    except SnapshotError:
-        return None  # the run validates every record, which is only slower
+    return backend_of(location).validated_payloads(location, record_ids)
 
 
 __all__ = [

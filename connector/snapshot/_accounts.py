@@ -1,7 +1,7 @@
 """The snapshot's memory of the Open API: accounts discovered by external id (with their
 account-level tokens) and the status pms-sync gave each property.
 
-Kept apart from the records: a mixin of the DuckDB backend, so the tables of migration 8 have
+Kept apart from the records: a mixin of both backends, so the tables of migration 8 have
 their SQL in one place.
 """
 
@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
 
-import duckdb
 import pandas as pd
 
 from connector.contract import CANCELLED
 from connector.secrets import MASK, checked_secret
+from connector.snapshot._primitives import StorePrimitives, in_list, latest_per_key
 
 DEFAULT_RENEW_MARGIN_S = 60.0
 """A token is renewed when less than this (or a quarter of its lifetime) is left."""
@@ -97,25 +96,17 @@ def discovered_of(rows: pd.DataFrame) -> list[DiscoveredAccount]:
     ]
 
 
-class AccountTables:
-    """Reads and writes of ``discovered_accounts`` and ``property_status`` (migration 8).
-
-    Mixed into the DuckDB backend, whose ``_query`` and ``_transaction`` it uses.
-    """
-
-    def _query(self, sql: str, params: list[object] | None = None) -> pd.DataFrame:
-        raise NotImplementedError  # provided by the backend
-
-    def _transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
-        raise NotImplementedError  # provided by the backend
+class AccountTables(StorePrimitives):
+    """Reads and writes of ``discovered_accounts`` and ``property_status`` (migration 8), on
+    either backend (``connector.snapshot._primitives``)."""
 
     # -- discovered accounts --------------------------------------------------------------
 
     def discovered_accounts(self, client_key: str) -> list[DiscoveredAccount]:
         rows = self._query(
             "SELECT external_id, account_id, name, token, expires_at, fetched_at "
-            "FROM discovered_accounts WHERE client_key = ? ORDER BY external_id",
-            [client_key],
+            "FROM discovered_accounts WHERE client_key = :key ORDER BY external_id",
+            {"key": client_key},
         )
         return discovered_of(rows)
 
@@ -134,26 +125,33 @@ class AccountTables:
                 "fetched_at": [float(a.fetched_at) for a in accounts],
             }
         )
-        with self._transaction() as cursor:
-            cursor.register("discovered_frame", frame)
-            cursor.execute(
+        with self._transaction() as session:
+            self._execute(
+                session,
                 """
-                INSERT OR REPLACE INTO discovered_accounts
-                SELECT ?, external_id, account_id, name, token, expires_at, fetched_at
-                FROM discovered_frame
+                INSERT INTO discovered_accounts
+                SELECT :key, external_id, account_id, name, token,
+                       CAST(expires_at AS DOUBLE PRECISION), CAST(fetched_at AS DOUBLE PRECISION)
+                FROM {rows}
+                ON CONFLICT (client_key, external_id) DO UPDATE SET
+                    account_id = excluded.account_id, name = excluded.name,
+                    token = excluded.token, expires_at = excluded.expires_at,
+                    fetched_at = excluded.fetched_at
                 """,
-                [client_key],
+                {"key": client_key},
+                latest_per_key(frame, ("external_id",)),
             )
 
     def forget_discovered_accounts(self, client_key: str, external_ids: Collection[str]) -> None:
         """Drop entries a lookup no longer finds (the account left the client's scope)."""
         if not external_ids:
             return
-        with self._transaction() as cursor:
-            cursor.execute(
-                "DELETE FROM discovered_accounts WHERE client_key = ? "
-                "AND list_contains(?, external_id)",
-                [client_key, sorted(external_ids)],
+        with self._transaction() as session:
+            self._execute(
+                session,
+                "DELETE FROM discovered_accounts WHERE client_key = :key AND "
+                + in_list("external_id", "ids"),
+                {"key": client_key, "ids": sorted(external_ids)},
             )
 
     # -- property status ------------------------------------------------------------------
@@ -161,20 +159,30 @@ class AccountTables:
     def record_property_statuses(self, records: Sequence[PropertyStatusRecord]) -> None:
         if not records:
             return
-        with self._transaction() as cursor:
-            cursor.executemany(
-                "INSERT OR REPLACE INTO property_status VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        r.account_id,
-                        str(r.status),
-                        r.update_sub_units,
-                        r.changed_at,
-                        r.request_id,
-                        r.connection,
-                    ]
-                    for r in records
-                ],
+        frame = pd.DataFrame(
+            {
+                "account_id": [r.account_id for r in records],
+                "status": [str(r.status) for r in records],
+                "update_sub_units": [r.update_sub_units for r in records],
+                "changed_at": [r.changed_at for r in records],
+                "request_id": [r.request_id for r in records],
+                "connection": [r.connection for r in records],
+            }
+        )
+        with self._transaction() as session:
+            self._execute(
+                session,
+                """
+                INSERT INTO property_status
+                SELECT account_id, status, CAST(update_sub_units AS BOOLEAN),
+                       CAST(changed_at AS TIMESTAMP), request_id, connection
+                FROM {rows}
+                ON CONFLICT (account_id) DO UPDATE SET
+                    status = excluded.status, update_sub_units = excluded.update_sub_units,
+                    changed_at = excluded.changed_at, request_id = excluded.request_id,
+                    connection = excluded.connection
+                """,
+                rows=latest_per_key(frame, ("account_id",)),
             )
 
     def accounts_of_connection(self, connection: str | None) -> pd.DataFrame:
@@ -183,17 +191,17 @@ class AccountTables:
         return self._query(
             """
             SELECT account_id,
-                   count(*) FILTER (WHERE connection IS NOT DISTINCT FROM $1
+                   count(*) FILTER (WHERE connection IS NOT DISTINCT FROM CAST(:c AS VARCHAR)
                                     AND status <> 'deactivated') AS units,
-                   count(*) FILTER (WHERE connection IS DISTINCT FROM $1
+                   count(*) FILTER (WHERE connection IS DISTINCT FROM CAST(:c AS VARCHAR)
                                     AND status <> 'deactivated') AS shared
             FROM acknowledged
             WHERE entity = 'accommodation'
             GROUP BY account_id
-            HAVING count(*) FILTER (WHERE connection IS NOT DISTINCT FROM $1) > 0
+            HAVING count(*) FILTER (WHERE connection IS NOT DISTINCT FROM CAST(:c AS VARCHAR)) > 0
             ORDER BY account_id
             """,
-            [connection],
+            {"c": connection},
         )
 
     def account_stays(self, accounts: Collection[str], today: date) -> pd.DataFrame:
@@ -203,15 +211,15 @@ class AccountTables:
         if not accounts:
             return pd.DataFrame(columns=columns)
         found = self._query(
-            """
+            f"""
             SELECT account_id, count(*) AS stays, max(checkout) AS last_checkout
             FROM acknowledged
-            WHERE entity = 'reservation' AND list_contains($1, account_id)
-              AND status <> 'cancelled' AND checkout >= $2
-              AND coalesce(json_extract_string(payload, '$.status'), '') <> $3
+            WHERE entity = 'reservation' AND {in_list("account_id", "accounts")}
+              AND status <> 'cancelled' AND checkout >= :today
+              AND coalesce({self._json_text("payload", "status")}, '') <> :cancelled
             GROUP BY account_id ORDER BY account_id
             """,
-            [sorted(accounts), today, CANCELLED],
+            {"accounts": sorted(accounts), "today": today, "cancelled": CANCELLED},
         )
         found["last_checkout"] = pd.to_datetime(found["last_checkout"]).dt.date
         return found.loc[:, columns]
@@ -223,7 +231,8 @@ class AccountTables:
             return pd.DataFrame(columns=["account_id", "record_id", "payload", "content_hash"])
         return self._query(
             "SELECT account_id, record_id, payload, content_hash FROM acknowledged "
-            "WHERE entity = 'accommodation' AND status = 'deactivated' "
-            "AND list_contains(?, account_id) ORDER BY account_id, record_id",
-            [sorted(accounts)],
+            "WHERE entity = 'accommodation' AND status = 'deactivated' AND "
+            + in_list("account_id", "accounts")
+            + " ORDER BY account_id, record_id",
+            {"accounts": sorted(accounts)},
         )

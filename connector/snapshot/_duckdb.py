@@ -13,11 +13,10 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -30,24 +29,17 @@ from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
 from connector.snapshot import _fingerprints, _resend
-from connector.snapshot._accounts import AccountTables
-from connector.snapshot._events import EventTables
-from connector.snapshot._links import LinkTables
+from connector.snapshot._locks import LockScope
 from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
     DiffRequest,
     DiffResult,
-    DriftEvent,
-    PossiblyStored,
-    ReconciliationPass,
-    RecordStatus,
-    Refusal,
     ResendRequest,
     ResendResult,
-    RunRecord,
     UnitStaysRequest,
 )
-from connector.snapshot._portable import PortableReads
+from connector.snapshot._operations import SnapshotOperations
+from connector.snapshot._primitives import Params, Rows
 
 VALIDATED_PAYLOADS_SINCE = 6
 """The schema version that records which contract validated each payload."""
@@ -273,9 +265,9 @@ ORDER BY ALL
 """
 
 
-class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
-    """A snapshot held in one DuckDB file (the Open API tables: ``AccountTables``; guest
-    links and received events: ``LinkTables``, ``EventTables``)."""
+class DuckDBSnapshot(SnapshotOperations):
+    """A snapshot held in one DuckDB file: the primitives of ``SnapshotOperations``, and the
+    set-based decisions (diff, stays in units, re-sends) both backends compute here."""
 
     def __init__(
         self, connection: duckdb.DuckDBPyConnection, location: str, *, read_only: bool = False
@@ -341,25 +333,28 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             found = [side for side in sides if len(side)]
             rows = pd.concat(found, ignore_index=True) if len(found) > 1 else (found or sides)[0]
             decided = _with_retired(cursor, rows, params)
-            if self.read_only:
-                return _diff_result(frame, decided, request.by_checkin)
-            # Every incoming record passed the current contract in this run: an acknowledged
-            # payload identical to one of them is known valid under it from now on, so the
-            # next run's mapping need not validate it again (after an upgrade, say).
+        finally:
+            cursor.close()
+        return _diff_result(frame, decided, request.by_checkin)
+
+    def mark_validated(self, entity: Entity, records: pd.DataFrame) -> None:
+        if not len(records):
+            return
+        with self._transaction() as cursor:
+            cursor.register(
+                "validated_frame", records.loc[:, ["account_id", "record_id", "payload"]]
+            )
             cursor.execute(
                 """
                 UPDATE acknowledged AS a SET validated_with = $contract
-                FROM incoming_frame AS i
+                FROM validated_frame AS i
                 WHERE a.entity = $entity AND a.validated_with IS DISTINCT FROM $contract
                   AND i.payload IS NOT NULL
                   AND a.account_id = i.account_id AND a.record_id = i.record_id
                   AND a.payload = i.payload
                 """,
-                {"contract": CONTRACT_FINGERPRINT, "entity": str(request.entity)},
+                {"contract": CONTRACT_FINGERPRINT, "entity": str(entity)},
             )
-        finally:
-            cursor.close()
-        return _diff_result(frame, decided, request.by_checkin)
 
     def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
         columns = ["account_id", "unit_id", "stays", "last_checkout"]
@@ -388,187 +383,6 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         found["last_checkout"] = pd.to_datetime(found["last_checkout"]).dt.date
         return found.loc[:, columns]
 
-    # -- writes ---------------------------------------------------------------------------
-
-    def record_acknowledgements(self, acknowledgements: pa.Table) -> None:
-        if not acknowledgements.num_rows:
-            return
-        # Registered as it is: DuckDB scans Arrow without converting each string of each
-        # column for each of the statements below.
-        with self._transaction() as cursor:
-            cursor.register("ack_frame", acknowledgements)
-            cursor.execute(
-                """
-                INSERT INTO acknowledged BY NAME
-                SELECT account_id, entity, record_id, content_hash, payload,
-                       CAST(checkin AS DATE) AS checkin, CAST(checkout AS DATE) AS checkout,
-                       status, CAST(acknowledged_at AS TIMESTAMP) AS acknowledged_at,
-                       request_id, CAST(connection AS VARCHAR) AS connection,
-                       md5(payload) AS payload_md5, $contract AS validated_with
-                FROM ack_frame
-                ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
-                    content_hash = excluded.content_hash, payload = excluded.payload,
-                    checkin = excluded.checkin, checkout = excluded.checkout,
-                    status = excluded.status, acknowledged_at = excluded.acknowledged_at,
-                    request_id = excluded.request_id, connection = excluded.connection,
-                    payload_md5 = excluded.payload_md5, validated_with = excluded.validated_with
-                """,
-                {"contract": CONTRACT_FINGERPRINT},
-            )
-            for table in ("dead_letters", "possibly_stored"):
-                # Usually empty: the join against the batch costs more than asking.
-                if not _has_rows(cursor, table):
-                    continue
-                cursor.execute(
-                    f"""
-                    DELETE FROM {table} AS d USING ack_frame AS a
-                    WHERE d.account_id = a.account_id AND d.entity = a.entity
-                      AND d.record_id = a.record_id
-                    """
-                )
-
-    def record_possibly_stored(self, changes: Sequence[PossiblyStored]) -> None:
-        self._write_possibly_stored(changes, "INSERT OR REPLACE")
-
-    def mark_in_flight(self, changes: Sequence[PossiblyStored]) -> None:
-        # A write-ahead mark never replaces what an answer already recorded.
-        self._write_possibly_stored(changes, "INSERT OR IGNORE")
-
-    def _write_possibly_stored(self, changes: Sequence[PossiblyStored], insert: str) -> None:
-        if not changes:
-            return
-        frame = _frame_of(changes, PossiblyStored)
-        frame["entity"] = frame["entity"].astype(str)
-        with self._transaction() as cursor:
-            cursor.register("possible_frame", frame)
-            cursor.execute(
-                f"""
-                {insert} INTO possibly_stored BY NAME
-                SELECT account_id, entity, record_id, content_hash,
-                       CAST(request_id AS VARCHAR) AS request_id,
-                       CAST(seen_at AS TIMESTAMP) AS seen_at,
-                       CAST(payload AS VARCHAR) AS payload, CAST(checkin AS DATE) AS checkin,
-                       CAST(checkout AS DATE) AS checkout, CAST(status AS VARCHAR) AS status,
-                       CAST(connection AS VARCHAR) AS connection,
-                       CAST(in_flight AS VARCHAR) AS in_flight
-                FROM possible_frame
-                """
-            )
-
-    def clear_in_flight(self, in_flight: str, keep: Collection[tuple[str, str, str]]) -> None:
-        kept = pd.DataFrame(list(keep), columns=["account_id", "entity", "record_id"], dtype=str)
-        with self._transaction() as cursor:
-            cursor.register("kept_frame", kept)
-            cursor.execute(
-                """
-                DELETE FROM possibly_stored AS p WHERE in_flight = ? AND NOT EXISTS (
-                    SELECT 1 FROM kept_frame AS k WHERE k.account_id = p.account_id
-                      AND k.entity = p.entity AND k.record_id = p.record_id)
-                """,
-                [in_flight],
-            )
-
-    def adopt(self, entity: Entity, records: pd.DataFrame, connection: str | None) -> int:
-        if not len(records):
-            return 0
-        frame = records.loc[:, ["account_id", "record_id"]].astype(str)
-        with self._transaction() as cursor:
-            cursor.register("adopted_frame", frame)
-            row = cursor.execute(
-                """
-                UPDATE acknowledged AS k SET connection = ?
-                FROM adopted_frame AS i
-                WHERE k.entity = ? AND k.account_id = i.account_id
-                  AND k.record_id = i.record_id AND k.connection IS DISTINCT FROM ?
-                """,
-                [connection, str(entity), connection],
-            ).fetchone()
-        return int(row[0]) if row else 0
-
-    def limiter_history(self, key: str) -> list[float]:
-        rows = self._query(
-            "SELECT sent_at FROM rate_limit_log WHERE limiter_key = ? ORDER BY sent_at", [key]
-        )
-        return [float(t) for t in rows["sent_at"]]
-
-    def save_limiter_history(self, key: str, sent_at: Sequence[float]) -> None:
-        frame = pd.DataFrame({"sent_at": [float(t) for t in sent_at]}, dtype="float64")
-        with self._transaction() as cursor:
-            cursor.execute("DELETE FROM rate_limit_log WHERE limiter_key = ?", [key])
-            cursor.register("sent_frame", frame)
-            cursor.execute("INSERT INTO rate_limit_log SELECT ?, sent_at FROM sent_frame", [key])
-
-    def record_refusals(self, refusals: Sequence[Refusal]) -> None:
-        if not refusals:
-            return
-        frame = _frame_of(refusals, Refusal)
-        frame["entity"] = frame["entity"].astype(str)
-        with self._transaction() as cursor:
-            cursor.register("refusal_frame", frame)
-            cursor.execute(
-                """
-                INSERT INTO dead_letters
-                SELECT account_id, entity, record_id, content_hash, http_status, message, 1,
-                       CAST(seen_at AS TIMESTAMP), CAST(seen_at AS TIMESTAMP), request_id
-                FROM refusal_frame
-                ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
-                    content_hash = excluded.content_hash, http_status = excluded.http_status,
-                    message = excluded.message, attempts = dead_letters.attempts + 1,
-                    last_seen = excluded.last_seen, request_id = excluded.request_id
-                """
-            )
-
-    def record_run(self, run: RunRecord) -> None:
-        with self._transaction() as cursor:
-            cursor.execute(
-                """
-                INSERT OR REPLACE INTO runs (run_id, mapping, accounts, started_at, finished_at,
-                                             duration_s, dry_run, requests, status, connection)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    run.run_id,
-                    run.mapping,
-                    ",".join(run.accounts),
-                    run.started_at,
-                    run.finished_at,
-                    run.duration_s,
-                    run.dry_run,
-                    run.requests,
-                    run.status,
-                    run.connection,
-                ],
-            )
-            if run.counts:
-                frame = pd.DataFrame([asdict(counts) for counts in run.counts])
-                frame["entity"] = frame["entity"].astype(str)
-                frame.insert(0, "run_id", run.run_id)
-                cursor.register("counts_frame", frame)
-                cursor.execute("INSERT OR REPLACE INTO run_counts SELECT * FROM counts_frame")
-
-    def stored_fingerprints(
-        self, connection: str | None, entity: Entity, mapping_fingerprint: str
-    ) -> pa.Table:
-        cursor = self._connection.cursor()
-        try:
-            return _fingerprints.stored_fingerprints(
-                cursor, connection, entity, mapping_fingerprint
-            )
-        finally:
-            cursor.close()
-
-    def record_fingerprints(
-        self,
-        connection: str | None,
-        entity: Entity,
-        mapping_fingerprint: str,
-        mapped: pd.DataFrame,
-    ) -> int:
-        with self._transaction() as cursor:
-            return _fingerprints.record_fingerprints(
-                cursor, connection, entity, mapping_fingerprint, mapped
-            )
-
     # -- re-sends, drift and reconciliation passes (connector/snapshot/_resend.py) ----------
 
     def resend(self, request: ResendRequest) -> ResendResult:
@@ -578,136 +392,58 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
         finally:
             cursor.close()
 
-    def record_drift(self, events: Sequence[DriftEvent]) -> None:
-        if not events:
-            return
-        with self._transaction() as cursor:
-            _resend.record_drift(cursor, events)
-
-    def open_drift(self, entity: Entity | None = None) -> pd.DataFrame:
-        cursor = self._connection.cursor()
-        try:
-            return _resend.open_drift(cursor, entity)
-        finally:
-            cursor.close()
-
-    def reconciliation_pass(
-        self, connection: str | None, entity: Entity
-    ) -> ReconciliationPass | None:
-        cursor = self._connection.cursor()
-        try:
-            return _resend.reconciliation_pass(cursor, connection, entity)
-        finally:
-            cursor.close()
-
-    def start_reconciliation(
-        self, connection: str | None, entity: Entity, at: datetime
-    ) -> ReconciliationPass:
-        with self._transaction() as cursor:
-            return _resend.start_reconciliation(cursor, connection, entity, at)
-
-    def finish_reconciliation(self, found: ReconciliationPass, at: datetime) -> None:
-        with self._transaction() as cursor:
-            _resend.finish_reconciliation(cursor, found, at)
-
-    # -- reads ----------------------------------------------------------------------------
-
-    def acknowledged(self, entity: Entity | None = None) -> pd.DataFrame:
-        if entity is None:
-            return self._query("SELECT * FROM acknowledged ORDER BY ALL")
-        return self._query(
-            "SELECT * FROM acknowledged WHERE entity = ? ORDER BY ALL", [str(entity)]
-        )
-
-    def run_counts(self, run_id: str | None = None) -> pd.DataFrame:
-        if run_id is None:
-            return self._query("SELECT * FROM run_counts ORDER BY ALL")
-        return self._query("SELECT * FROM run_counts WHERE run_id = ? ORDER BY ALL", [run_id])
-
-    def status_of(self, account_id: str, entity: Entity, record_id: str) -> RecordStatus | None:
-        row = (
-            self._connection.cursor()
-            .execute(
-                "SELECT status FROM acknowledged WHERE account_id = ? AND entity = ? "
-                "AND record_id = ?",
-                [account_id, str(entity), record_id],
-            )
-            .fetchone()
-        )
-        return RecordStatus(row[0]) if row else None
-
-    # -- reads of the safety rails (docs/safety-rails.md) -----------------------------------
-
-    def active_counts(self, entity: Entity) -> dict[str, int]:
-        """Per account: acknowledged records the service holds as active (not deactivated or
-        cancelled by the connector), the base of the mass-change guard's share."""
-        rows = self._query(
-            "SELECT account_id, count(*) AS n FROM acknowledged "
-            "WHERE entity = ? AND status = 'active' GROUP BY account_id",
-            [str(entity)],
-        )
-        return {str(a): int(n) for a, n in zip(rows["account_id"], rows["n"], strict=True)}
-
-    def payloads_of(
-        self, entity: Entity, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], str]:
-        """The last acknowledged payload of each (account, record id) asked for."""
-        if not keys:
-            return {}
-        wanted = pd.DataFrame(list(keys), columns=["account_id", "record_id"]).drop_duplicates()
-        cursor = self._connection.cursor()
-        try:
-            cursor.register("wanted_frame", wanted)
-            rows = cursor.execute(
-                "SELECT a.account_id, a.record_id, a.payload FROM acknowledged AS a "
-                "JOIN wanted_frame AS w USING (account_id, record_id) WHERE a.entity = ?",
-                [str(entity)],
-            ).fetchall()
-        finally:
-            cursor.close()
-        return {(str(account), str(record)): payload for account, record, payload in rows}
-
-    def unacknowledged_dead_letters(self, entity: Entity) -> pd.DataFrame:
-        """Dead letters of records the service never acknowledged: it does not hold them."""
-        return self._query(
-            "SELECT d.account_id, d.record_id, d.http_status, d.message FROM dead_letters AS d "
-            "ANTI JOIN acknowledged AS a USING (account_id, entity, record_id) "
-            "WHERE d.entity = ? ORDER BY ALL",
-            [str(entity)],
-        )
-
-    def fingerprint(self, accounts: Sequence[str]) -> str:
-        """A digest of what the snapshot holds for these accounts: acknowledged records (hash
-        and status) and dead letters. Any acknowledgement or refusal changes it; a plan made
-        against one fingerprint is only applied against the same one."""
-        row = (
-            self._connection.cursor()
-            .execute(
-                """
-            SELECT
-                (SELECT count(*) FROM acknowledged WHERE list_contains($accounts, account_id)),
-                (SELECT coalesce(sum(hash(account_id, entity, record_id, content_hash, status)), 0)
-                 FROM acknowledged WHERE list_contains($accounts, account_id)),
-                (SELECT count(*) FROM dead_letters WHERE list_contains($accounts, account_id)),
-                (SELECT coalesce(sum(hash(account_id, entity, record_id, content_hash)), 0)
-                 FROM dead_letters WHERE list_contains($accounts, account_id))
-            """,
-                {"accounts": sorted(set(accounts))},
-            )
-            .fetchone()
-        )
-        return "-".join(str(part) for part in (row or ()))
-
     # -- helpers --------------------------------------------------------------------------
 
-    def _query(
-        self, sql: str, params: list[object] | dict[str, object] | None = None
-    ) -> pd.DataFrame:
+    def _query(self, sql: str, params: Params | None = None) -> pd.DataFrame:
+        text, values = _duckdb_sql(sql, params)
         cursor = self._connection.cursor()
         try:
-            return cursor.execute(sql, params or []).df()
+            return cursor.execute(text, values).df()
         finally:
             cursor.close()
+
+    def _arrow(self, sql: str, params: Params | None = None, rows: Rows | None = None) -> pa.Table:
+        text, values = _duckdb_sql(sql.replace("{rows}", "batch"), params)
+        cursor = self._connection.cursor()
+        try:
+            if rows is not None:
+                cursor.register("batch", rows)
+            return cursor.sql(text, params=values).to_arrow_table()
+        finally:
+            cursor.close()
+
+    def _execute(
+        self,
+        session: duckdb.DuckDBPyConnection,
+        sql: str,
+        params: Params | None = None,
+        rows: Rows | None = None,
+    ) -> int:
+        found = self._fetch(session, sql, params, rows)
+        return int(found[0][0]) if found else 0
+
+    def _fetch(
+        self,
+        session: duckdb.DuckDBPyConnection,
+        sql: str,
+        params: Params | None = None,
+        rows: Rows | None = None,
+    ) -> list[tuple[Any, ...]]:
+        text, values = _duckdb_sql(sql.replace("{rows}", "batch"), params)
+        if rows is None:
+            return session.execute(text, values).fetchall()
+        # Registered as it is: DuckDB scans a frame or an Arrow table without converting it.
+        session.register("batch", rows)
+        try:
+            return session.execute(text, values).fetchall()
+        finally:
+            session.unregister("batch")
+
+    def _json_text(self, document: str, member: str) -> str:
+        return f"json_extract_string({document}, '$.{member}')"
+
+    def _row_hash(self, columns: str) -> str:
+        return f"hash({columns})"
 
     @contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -731,18 +467,6 @@ class DuckDBSnapshot(PortableReads, AccountTables, LinkTables, EventTables):
             raise
         finally:
             cursor.close()
-
-
-def _frame_of(rows: Sequence[Refusal] | Sequence[PossiblyStored], kind: type) -> pd.DataFrame:
-    """One column per field of the flat dataclass ``kind``. ``asdict`` deep-copies every
-    member of every row; the commits of a push run on a thread that shares the GIL with the
-    event loop, so the Python they cost is kept small."""
-    return pd.DataFrame({f.name: [getattr(row, f.name) for row in rows] for f in fields(kind)})
-
-
-def _has_rows(cursor: duckdb.DuckDBPyConnection, table: str) -> bool:
-    row = cursor.execute(f"SELECT EXISTS (FROM {table})").fetchone()
-    return bool(row and row[0])
 
 
 def _diff_result(
@@ -915,6 +639,15 @@ def _refuse_duplicates(cursor: duckdb.DuckDBPyConnection, entity: Entity) -> Non
         )
 
 
+_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def _duckdb_sql(sql: str, params: Params | None) -> tuple[str, dict[str, object]]:
+    """The shared SQL's ``:name`` parameters as DuckDB's ``$name``, given only those used."""
+    used = set(_PARAMETER.findall(sql))
+    return _PARAMETER.sub(r"$\1", sql), {k: v for k, v in (params or {}).items() if k in used}
+
+
 def _rollback(cursor: duckdb.DuckDBPyConnection) -> None:
     # A failed COMMIT (a full disk) has already ended the transaction: a ROLLBACK would raise
     # "no transaction is active" and hide the error that says what went wrong.
@@ -1015,6 +748,31 @@ def _migrate(connection: duckdb.DuckDBPyConnection, file: Path) -> None:
         raise SnapshotError(f"cannot migrate the snapshot {file}: {error}") from error
 
 
+@contextmanager
+def open_store(
+    location: str | Path,
+    *,
+    lock_timeout: float = 0.0,
+    read_only: bool = False,
+    scope: LockScope | None = None,
+) -> Iterator[DuckDBSnapshot]:
+    """The file's store (one writer whatever the ``scope``)."""
+    with DuckDBSnapshot.open(location, lock_timeout=lock_timeout, read_only=read_only) as store:
+        yield store
+
+
+@contextmanager
+def fingerprint_reader(
+    location: str | Path, connection: str | None
+) -> Iterator[_fingerprints.FileReader]:
+    """Reads the file's stored fingerprints, a short-lived read-only connection per entity."""
+    reader = _fingerprints.FileReader(location, connection)
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
 def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
     """MD5s of the payloads a snapshot file knows valid under the current contract; with
     ``record_ids``, of those records' payloads only (the records a run maps).
@@ -1031,14 +789,7 @@ def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> 
             (version,) = connection.sql("SELECT max(version) FROM schema_migrations").fetchall()[0]
             if (version or 0) < VALIDATED_PAYLOADS_SINCE:
                 return None
-            among = ""
-            if record_ids is not None:
-                connection.register("ids_to_map", pa.table({"record_id": record_ids}))
-                among = " AND record_id IN (SELECT record_id FROM ids_to_map)"
-            return connection.sql(
-                "SELECT DISTINCT payload_md5 FROM acknowledged "
-                "WHERE validated_with = $contract AND payload_md5 IS NOT NULL" + among,
-                params={"contract": CONTRACT_FINGERPRINT},
-            ).to_arrow_table()
+            store = DuckDBSnapshot(connection, str(file), read_only=True)
+            return store.validated_payloads(record_ids)
     except duckdb.Error:
         return None

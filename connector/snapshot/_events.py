@@ -1,7 +1,7 @@
 """Events received from the service (migration 10): each stored once, whatever the number of
 deliveries, in the order of arrival.
 
-A mixin of the DuckDB backend. The receiver (``pms-sync receive``) writes them to a store of
+A mixin of both backends. The receiver (``pms-sync receive``) writes them to a store of
 its own (``events.duckdb`` by default, see ``connector.events``) so that a long-running process
 never holds the snapshot's single-writer lock; the table is the same in both files.
 """
@@ -9,12 +9,12 @@ never holds the snapshot's single-writer lock; the table is the same in both fil
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
-import duckdb
 import pandas as pd
+
+from connector.snapshot._primitives import StorePrimitives
 
 RECEIVED_EVENT_COLUMNS: tuple[str, ...] = (
     "connection",
@@ -41,16 +41,8 @@ class IncomingEvent:
     received_at: datetime
 
 
-class EventTables:
-    """Reads and writes of ``received_events``; mixed into the DuckDB backend."""
-
-    def _query(
-        self, sql: str, params: list[object] | dict[str, object] | None = None
-    ) -> pd.DataFrame:
-        raise NotImplementedError  # provided by the backend
-
-    def _transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
-        raise NotImplementedError  # provided by the backend
+class EventTables(StorePrimitives):
+    """Reads and writes of ``received_events``, on either backend."""
 
     def record_events(self, deliveries: Sequence[IncomingEvent]) -> list[bool]:
         """Store each event once: a new key gets the next ``seq``, a known key (a redelivery)
@@ -58,34 +50,35 @@ class EventTables:
         if not deliveries:
             return []
         fresh: list[bool] = []
-        with self._transaction() as cursor:
-            (last,) = cursor.execute(
-                "SELECT coalesce(max(seq), 0) FROM received_events"
-            ).fetchone() or (0,)
+        with self._transaction() as session:
+            self._lock_events(session)  # ``seq`` is the order of arrival
+            [(last,)] = self._fetch(session, "SELECT coalesce(max(seq), 0) FROM received_events")
             seq = int(last)
             for item in deliveries:
-                known = cursor.execute(
+                known = self._fetch(
+                    session,
                     "UPDATE received_events SET deliveries = deliveries + 1, "
-                    "last_received_at = greatest(last_received_at, $at) "
-                    "WHERE connection = $connection AND event_key = $key RETURNING seq",
+                    "last_received_at = greatest(last_received_at, :at) "
+                    "WHERE connection = :connection AND event_key = :key RETURNING seq",
                     {"at": item.received_at, "connection": item.connection, "key": item.event_key},
-                ).fetchall()
+                )
                 if known:
                     fresh.append(False)
                     continue
                 seq += 1
-                cursor.execute(
-                    "INSERT INTO received_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                    [
-                        item.connection,
-                        item.event_key,
-                        seq,
-                        item.account_id,
-                        item.event,
-                        item.resource,
-                        item.received_at,
-                        item.received_at,
-                    ],
+                self._execute(
+                    session,
+                    "INSERT INTO received_events VALUES (:connection, :key, :seq, :account, "
+                    ":event, :resource, :at, :at, 1)",
+                    {
+                        "connection": item.connection,
+                        "key": item.event_key,
+                        "seq": seq,
+                        "account": item.account_id,
+                        "event": item.event,
+                        "resource": item.resource,
+                        "at": item.received_at,
+                    },
                 )
                 fresh.append(True)
         return fresh
@@ -98,8 +91,8 @@ class EventTables:
         return self._query(
             f"""
             SELECT {", ".join(RECEIVED_EVENT_COLUMNS)} FROM received_events
-            WHERE ($connection IS NULL OR connection = $connection)
-              AND seq > $after AND ($upto IS NULL OR seq <= $upto)
+            WHERE (CAST(:connection AS VARCHAR) IS NULL OR connection = :connection)
+              AND seq > :after AND (CAST(:upto AS BIGINT) IS NULL OR seq <= :upto)
             ORDER BY seq
             """,
             {"connection": connection, "after": after_seq, "upto": upto_seq},
@@ -109,7 +102,7 @@ class EventTables:
         """The ``seq`` of the latest event of ``connection`` (None: of any); 0 without one."""
         found = self._query(
             "SELECT coalesce(max(seq), 0) AS seq FROM received_events "
-            "WHERE $connection IS NULL OR connection = $connection",
+            "WHERE CAST(:connection AS VARCHAR) IS NULL OR connection = :connection",
             {"connection": connection},
         )
         return int(found["seq"].iloc[0])

@@ -9,16 +9,14 @@ since is mapped again, whatever its fingerprint says.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from connector.contract import Entity
 from connector.duckdb_memory import open_duckdb
-from connector.snapshot._location import is_database_url
 
 FINGERPRINTS_SINCE = 11
 """The migration that created ``source_fingerprints``."""
@@ -41,76 +39,6 @@ def connection_key(connection: str | None) -> str:
     return connection or ""
 
 
-def stored_fingerprints(
-    cursor: duckdb.DuckDBPyConnection,
-    connection: str | None,
-    entity: Entity,
-    mapping_fingerprint: str,
-) -> pa.Table:
-    """FINGERPRINT_COLUMNS (connector.records) of the records still held as mapped."""
-    return cursor.sql(
-        STORED_SQL.replace(":", "$"),
-        params={
-            "connection": connection_key(connection),
-            "owner": connection,
-            "entity": str(entity),
-            "mapping_fingerprint": mapping_fingerprint,
-        },
-    ).to_arrow_table()
-
-
-def record_fingerprints(
-    cursor: duckdb.DuckDBPyConnection,
-    connection: str | None,
-    entity: Entity,
-    mapping_fingerprint: str,
-    mapped: pd.DataFrame,
-) -> int:
-    """Keep the fingerprints of ``mapped`` (MAPPED_COLUMNS) whose content the service now
-    holds; forget those of the other mapped records (quarantined, refused, unsent) and every
-    fingerprint of an older mapping. Returns how many are kept."""
-    params = {
-        "connection": connection_key(connection),
-        "owner": connection,
-        "entity": str(entity),
-        "mapping_fingerprint": mapping_fingerprint,
-    }
-    cursor.execute(
-        "DELETE FROM source_fingerprints WHERE connection = $connection AND entity = $entity "
-        "AND mapping_fingerprint <> $mapping_fingerprint",
-        {key: params[key] for key in ("connection", "entity", "mapping_fingerprint")},
-    )
-    if not len(mapped):
-        return 0
-    cursor.register("mapped_fingerprints", mapped)
-    try:
-        cursor.execute(
-            """
-            DELETE FROM source_fingerprints AS f USING mapped_fingerprints AS m
-            WHERE f.connection = $connection AND f.entity = $entity
-              AND f.source_account = m.source_account AND f.record_id = m.record_id
-            """,
-            {key: params[key] for key in ("connection", "entity")},
-        )
-        ((kept,),) = cursor.execute(
-            """
-            INSERT INTO source_fingerprints
-            SELECT DISTINCT ON (m.source_account, m.record_id)
-                   $connection, $entity, m.source_account, m.record_id, m.account_id,
-                   m.fingerprint, $mapping_fingerprint, m.content_hash
-            FROM mapped_fingerprints AS m
-            JOIN acknowledged AS a
-              ON a.account_id = m.account_id AND a.entity = $entity
-             AND a.record_id = m.record_id AND a.content_hash = m.content_hash
-             AND a.status = 'active' AND a.connection IS NOT DISTINCT FROM $owner
-            """,
-            params,
-        ).fetchall()
-    finally:
-        cursor.unregister("mapped_fingerprints")
-    return int(kept)
-
-
 @contextmanager
 def fingerprint_reader_of(
     location: str | Path | None, connection: str | None
@@ -121,28 +49,17 @@ def fingerprint_reader_of(
     file yet, a schema before fingerprints, a file another process is writing, a database
     that does not answer.
     """
-    if location is not None and is_database_url(location):
-        from connector.errors import SnapshotError
-        from connector.snapshot._postgres import PostgresSnapshot
-
-        with ExitStack() as stack:
-            try:
-                database = stack.enter_context(PostgresSnapshot.open(str(location), read_only=True))
-            except SnapshotError:
-                yield lambda entity, fingerprint: None
-                return
-            yield lambda entity, fingerprint: database.stored_fingerprints(
-                connection, entity, fingerprint
-            )
-        return
-    reader = _FileReader(location, connection)
-    try:
+    if location is None:
+        reader = FileReader(None, connection)
         yield reader
-    finally:
-        reader.close()
+        return
+    from connector.snapshot._backends import backend_of
+
+    with backend_of(location).fingerprint_reader(location, connection) as found:
+        yield found
 
 
-class _FileReader:
+class FileReader:
     """Reads a DuckDB snapshot file through a short-lived read-only connection per entity, so
     no second DuckDB instance holds memory while the mapping runs."""
 
@@ -160,7 +77,10 @@ class _FileReader:
                 }
                 if FINGERPRINTS_SINCE not in versions:
                     return None
-                return stored_fingerprints(db, self._connection, entity, mapping_fingerprint)
+                from connector.snapshot._duckdb import DuckDBSnapshot
+
+                store = DuckDBSnapshot(db, str(self._file), read_only=True)
+                return store.stored_fingerprints(self._connection, entity, mapping_fingerprint)
         except duckdb.Error:
             return None  # a file another process is writing: every record is mapped
 

@@ -2,21 +2,19 @@
 and online check-in links the Open API gave, the metadata of the chat's last message, and when
 they were fetched.
 
-A mixin of the DuckDB backend, like ``_accounts.py``, so the SQL of the table is in one place
-(the PostgreSQL backend ports it).
+A mixin of both backends, like ``_accounts.py``, so the SQL of the table is in one place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
 from datetime import date, datetime
 
-import duckdb
 import pandas as pd
 
 from connector.contract import CANCELLED
+from connector.snapshot._primitives import StorePrimitives, latest_per_key
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,16 @@ class GuestLinkRecord:
 GUEST_LINK_COLUMNS: tuple[str, ...] = tuple(item.name for item in fields(GuestLinkRecord))
 
 
-class LinkTables:
-    """Reads and writes of ``guest_links``; mixed into the DuckDB backend."""
+_COLUMN_TYPES = {
+    "checkin": "DATE",
+    "fetched_at": "TIMESTAMP",
+    "message_has_attachment": "BOOLEAN",
+    "message_seen": "BOOLEAN",
+}
 
-    def _query(
-        self, sql: str, params: list[object] | dict[str, object] | None = None
-    ) -> pd.DataFrame:
-        raise NotImplementedError  # provided by the backend
 
-    def _transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
-        raise NotImplementedError  # provided by the backend
+class LinkTables(StorePrimitives):
+    """Reads and writes of ``guest_links``, on either backend."""
 
     def link_candidates(self, connection: str | None, first: date, last: date) -> pd.DataFrame:
         """Reservations of ``connection`` the service holds (acknowledged, not cancelled) with
@@ -63,16 +61,17 @@ class LinkTables:
         Columns: ``account_id, reservation_id, checkin, checkout, fetched_at``.
         """
         return self._query(
-            """
+            f"""
             SELECT a.account_id, a.record_id AS reservation_id, a.checkin, a.checkout,
                    g.fetched_at
             FROM acknowledged AS a
             LEFT JOIN guest_links AS g
                 ON g.account_id = a.account_id AND g.reservation_id = a.record_id
-            WHERE a.entity = 'reservation' AND a.connection IS NOT DISTINCT FROM $connection
+            WHERE a.entity = 'reservation'
+              AND a.connection IS NOT DISTINCT FROM CAST(:connection AS VARCHAR)
               AND a.status <> 'cancelled'
-              AND coalesce(json_extract_string(a.payload, '$.status'), '') <> $cancelled
-              AND a.checkin BETWEEN $first AND $last
+              AND coalesce({self._json_text("a.payload", "status")}, '') <> :cancelled
+              AND a.checkin BETWEEN :first AND :last
             ORDER BY a.checkin, a.account_id, a.record_id
             """,
             {"connection": connection, "cancelled": CANCELLED, "first": first, "last": last},
@@ -83,18 +82,21 @@ class LinkTables:
         if not links:
             return
         frame = pd.DataFrame([asdict(link) for link in links], columns=list(GUEST_LINK_COLUMNS))
-        frame["checkin"] = pd.to_datetime(frame["checkin"])
-        with self._transaction() as cursor:
-            cursor.register("links_frame", frame)
-            cursor.execute(
-                f"""
-                INSERT OR REPLACE INTO guest_links BY NAME
-                SELECT * REPLACE (CAST(checkin AS DATE) AS checkin,
-                                  CAST(fetched_at AS TIMESTAMP) AS fetched_at,
-                                  CAST(message_has_attachment AS BOOLEAN) AS message_has_attachment,
-                                  CAST(message_seen AS BOOLEAN) AS message_seen)
-                FROM (SELECT {", ".join(GUEST_LINK_COLUMNS)} FROM links_frame)
-                """
+        selected = ", ".join(
+            f"CAST({name} AS {_COLUMN_TYPES[name]})" if name in _COLUMN_TYPES else name
+            for name in GUEST_LINK_COLUMNS
+        )
+        keys = ("account_id", "reservation_id")
+        replaced = ", ".join(
+            f"{name} = excluded.{name}" for name in GUEST_LINK_COLUMNS if name not in keys
+        )
+        with self._transaction() as session:
+            self._execute(
+                session,
+                f"INSERT INTO guest_links ({', '.join(GUEST_LINK_COLUMNS)}) "
+                f"SELECT {selected} FROM {{rows}} "
+                f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {replaced}",
+                rows=latest_per_key(frame, keys),
             )
 
     def guest_links(
@@ -111,11 +113,11 @@ class LinkTables:
             JOIN acknowledged AS a
                 ON a.entity = 'reservation' AND a.account_id = g.account_id
                AND a.record_id = g.reservation_id
-            WHERE a.connection IS NOT DISTINCT FROM $connection
+            WHERE a.connection IS NOT DISTINCT FROM CAST(:connection AS VARCHAR)
               AND a.status <> 'cancelled'
-              AND coalesce(json_extract_string(a.payload, '$.status'), '') <> $cancelled
-              AND ($first IS NULL OR a.checkin >= $first)
-              AND ($last IS NULL OR a.checkin <= $last)
+              AND coalesce({self._json_text("a.payload", "status")}, '') <> :cancelled
+              AND (CAST(:first AS DATE) IS NULL OR a.checkin >= :first)
+              AND (CAST(:last AS DATE) IS NULL OR a.checkin <= :last)
             ORDER BY g.checkin, g.account_id, g.reservation_id
             """,
             {"connection": connection, "cancelled": CANCELLED, "first": first, "last": last},

@@ -1,6 +1,7 @@
-"""Re-sends of acknowledged records in DuckDB: which records are eligible, which ones a run
-re-sends (open drift, a reconciliation pass's remainder, the rolling refresh's share), and the
-bookkeeping of drift and reconciliation passes (migration 9). docs/drift.md explains why.
+"""Re-sends of acknowledged records: which records are eligible, which ones a run re-sends
+(open drift, a reconciliation pass's remainder, the rolling refresh's share; computed by
+DuckDB), and the bookkeeping of drift and reconciliation passes (migration 9, either backend).
+docs/drift.md explains why.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from connector.snapshot._model import (
     ResendRequest,
     ResendResult,
 )
+from connector.snapshot._primitives import StorePrimitives, latest_per_key
 
 RESEND_COLUMNS: tuple[str, ...] = (
     "account_id",
@@ -175,83 +177,105 @@ def _empty_rows() -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(dtype="object") for column in RESEND_COLUMNS})
 
 
-# -- drift --------------------------------------------------------------------------------
+class DriftTables(StorePrimitives):
+    """Drift found and healed, and reconciliation passes (migration 9), on either backend."""
 
+    def record_drift(self, events: Sequence[DriftEvent]) -> None:
+        """Heal open drift, then record the drift found (replacing a record's earlier one)."""
+        if not events:
+            return
+        frame = pd.DataFrame(
+            {f.name: [getattr(e, f.name) for e in events] for f in fields(DriftEvent)}
+        ).rename(columns={"at": "seen_at"})
+        frame["entity"] = frame["entity"].astype(str)
+        heals = frame[frame["kind"].isna()]
+        found = latest_per_key(frame[frame["kind"].notna()], ("account_id", "entity", "record_id"))
+        with self._transaction() as session:
+            if len(heals):
+                self._execute(
+                    session,
+                    """
+                    UPDATE drift AS d SET healed_at = CAST(batch.seen_at AS TIMESTAMP)
+                    FROM {rows}
+                    WHERE d.account_id = batch.account_id AND d.entity = batch.entity
+                      AND d.record_id = batch.record_id AND d.healed_at IS NULL
+                    """,
+                    rows=heals.loc[:, ["account_id", "entity", "record_id", "seen_at"]],
+                )
+            if len(found):
+                self._execute(
+                    session,
+                    """
+                    INSERT INTO drift
+                    SELECT account_id, entity, record_id, kind, detail,
+                           CAST(seen_at AS TIMESTAMP), request_id,
+                           CASE WHEN CAST(healed AS BOOLEAN) THEN CAST(seen_at AS TIMESTAMP) END
+                    FROM {rows}
+                    ON CONFLICT (account_id, entity, record_id) DO UPDATE SET
+                        kind = excluded.kind, detail = excluded.detail,
+                        found_at = excluded.found_at, request_id = excluded.request_id,
+                        healed_at = excluded.healed_at
+                    """,
+                    rows=found,
+                )
 
-def record_drift(cursor: duckdb.DuckDBPyConnection, events: Sequence[DriftEvent]) -> None:
-    """Heal open drift, then record the drift found (replacing a record's earlier one)."""
-    frame = pd.DataFrame({f.name: [getattr(e, f.name) for e in events] for f in fields(DriftEvent)})
-    frame["entity"] = frame["entity"].astype(str)
-    heals = frame[frame["kind"].isna()]
-    found = frame[frame["kind"].notna()]
-    if len(heals):
-        cursor.register("heal_frame", heals)
-        cursor.execute(
-            """
-            UPDATE drift AS d SET healed_at = CAST(h."at" AS TIMESTAMP)
-            FROM heal_frame AS h
-            WHERE d.account_id = h.account_id AND d.entity = h.entity
-              AND d.record_id = h.record_id AND d.healed_at IS NULL
-            """
+    def open_drift(self, entity: Entity | None = None) -> pd.DataFrame:
+        """Open drift: account_id, entity, record_id, kind, detail, found_at, request_id."""
+        return self._query(
+            "SELECT d.account_id, d.entity, d.record_id, d.kind, d.detail, d.found_at, "
+            "d.request_id, a.checkin FROM drift AS d "
+            "LEFT JOIN acknowledged AS a USING (account_id, entity, record_id) "
+            "WHERE d.healed_at IS NULL "
+            "AND (CAST(:entity AS VARCHAR) IS NULL OR d.entity = :entity) "
+            "ORDER BY 1, 2, 3, 4, 5, 6, 7, 8",
+            {"entity": None if entity is None else str(entity)},
         )
-    if len(found):
-        cursor.register("found_frame", found)
-        cursor.execute(
-            """
-            INSERT OR REPLACE INTO drift
-            SELECT account_id, entity, record_id, kind, detail, CAST("at" AS TIMESTAMP),
-                   CAST(request_id AS VARCHAR),
-                   CASE WHEN healed THEN CAST("at" AS TIMESTAMP) END
-            FROM found_frame
-            """
+
+    # -- reconciliation passes ------------------------------------------------------------
+
+    def reconciliation_pass(
+        self, connection: str | None, entity: Entity
+    ) -> ReconciliationPass | None:
+        rows = self._query(
+            "SELECT started_at, finished_at FROM reconciliation_passes "
+            "WHERE connection = :owner AND entity = :entity ORDER BY started_at DESC LIMIT 1",
+            {"owner": _owner(connection), "entity": str(entity)},
+        )
+        if rows.empty:
+            return None
+        finished = rows["finished_at"].iloc[0]
+        return ReconciliationPass(
+            connection,
+            entity,
+            pd.Timestamp(rows["started_at"].iloc[0]).to_pydatetime(),
+            None if pd.isna(finished) else pd.Timestamp(finished).to_pydatetime(),
         )
 
+    def start_reconciliation(
+        self, connection: str | None, entity: Entity, at: datetime
+    ) -> ReconciliationPass:
+        with self._transaction() as session:
+            self._execute(
+                session,
+                "INSERT INTO reconciliation_passes VALUES (:owner, :entity, :at, NULL)",
+                {"owner": _owner(connection), "entity": str(entity), "at": at},
+            )
+        return ReconciliationPass(connection, entity, at)
 
-def open_drift(cursor: duckdb.DuckDBPyConnection, entity: Entity | None) -> pd.DataFrame:
-    sql = (
-        "SELECT d.account_id, d.entity, d.record_id, d.kind, d.detail, d.found_at, "
-        "d.request_id, a.checkin FROM drift AS d "
-        "LEFT JOIN acknowledged AS a USING (account_id, entity, record_id) "
-        "WHERE d.healed_at IS NULL AND ($entity IS NULL OR d.entity = $entity) ORDER BY ALL"
-    )
-    return cursor.execute(sql, {"entity": None if entity is None else str(entity)}).df()
-
-
-# -- reconciliation passes ----------------------------------------------------------------
+    def finish_reconciliation(self, found: ReconciliationPass, at: datetime) -> None:
+        with self._transaction() as session:
+            self._execute(
+                session,
+                "UPDATE reconciliation_passes SET finished_at = :at WHERE connection = :owner "
+                "AND entity = :entity AND started_at = :started",
+                {
+                    "at": at,
+                    "owner": _owner(found.connection),
+                    "entity": str(found.entity),
+                    "started": found.started_at,
+                },
+            )
 
 
 def _owner(connection: str | None) -> str:
     return connection or ""  # a key column cannot be NULL: '' is the unnamed connection
-
-
-def reconciliation_pass(
-    cursor: duckdb.DuckDBPyConnection, connection: str | None, entity: Entity
-) -> ReconciliationPass | None:
-    rows = cursor.execute(
-        "SELECT started_at, finished_at FROM reconciliation_passes "
-        "WHERE connection = ? AND entity = ? ORDER BY started_at DESC LIMIT 1",
-        [_owner(connection), str(entity)],
-    ).fetchall()
-    if not rows:
-        return None
-    return ReconciliationPass(connection, entity, rows[0][0], rows[0][1])
-
-
-def start_reconciliation(
-    cursor: duckdb.DuckDBPyConnection, connection: str | None, entity: Entity, at: datetime
-) -> ReconciliationPass:
-    cursor.execute(
-        "INSERT INTO reconciliation_passes VALUES (?, ?, ?, NULL)",
-        [_owner(connection), str(entity), at],
-    )
-    return ReconciliationPass(connection, entity, at)
-
-
-def finish_reconciliation(
-    cursor: duckdb.DuckDBPyConnection, found: ReconciliationPass, at: datetime
-) -> None:
-    cursor.execute(
-        "UPDATE reconciliation_passes SET finished_at = ? "
-        "WHERE connection = ? AND entity = ? AND started_at = ?",
-        [at, _owner(found.connection), str(found.entity), found.started_at],
-    )

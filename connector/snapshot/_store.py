@@ -1,4 +1,4 @@
-"""The interface every snapshot backend offers (DuckDB today, PostgreSQL later)."""
+"""The interface every snapshot backend offers (a DuckDB file, a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,13 @@ class SnapshotStore(Protocol):
     read_only: bool  # opened for a plan: every write raises SnapshotError
 
     def diff(self, request: DiffRequest) -> DiffResult:
-        """Compare incoming records with the snapshot in one set-based query."""
+        """Compare incoming records with the snapshot in one set-based query; writes nothing."""
+        ...
+
+    def mark_validated(self, entity: Entity, records: pd.DataFrame) -> None:
+        """Mark the acknowledged payloads identical to those of ``records`` (RECORD_COLUMNS,
+        which passed the current contract in this run) as valid under it, so the next run's
+        mapping need not validate them again (after an upgrade, say)."""
         ...
 
     def unit_stays(self, request: UnitStaysRequest) -> pd.DataFrame:
