@@ -12,6 +12,8 @@ from typing import Any
 
 from connector.sandbox.faults import Misbehaviour
 from connector.sandbox.testing import SandboxHandle
+from pms_sync.factory import build_definitions
+from pms_sync.resources import SyncChecksResource
 from tests.accounts.chain import (
     ChainExport,
     account,
@@ -22,6 +24,7 @@ from tests.accounts.chain import (
     property_requests,
     unit,
 )
+from tests.accounts.test_dagster_accounts import materialized, resources
 
 ATTEMPTS = 3  # PMS_SYNC_MAX_ATTEMPTS of tests.accounts.chain.pms_sync
 GHOST = f"{hotel(3)}-U99"
@@ -45,10 +48,9 @@ def webhook_requests(chain: SandboxHandle) -> int:
     return sum(sum(by.values()) for path, by in requests.items() if "/hooks/" in path)
 
 
-def offboarding_run(chain: SandboxHandle, tmp_path: Path) -> ChainExport:
+def offboarding_run(chain: SandboxHandle, tmp_path: Path, export: ChainExport) -> None:
     """Acknowledged: hotels 1-3, a stay in unit U2 of hotel 1. Possibly stored: unit U99 of
     hotel 3 (every answer lost). Then the export: hotel 2 gone, U2 and U99 gone too."""
-    export = ChainExport(tmp_path / "chain")
     stay = booking(hotel(1), 1, days_from_today=3) | {"unit_id": STAYED_IN}
     everything = [*units(1, 6), *units(2, 2), *units(3, 6)]
     assert pms_sync(chain, tmp_path, "sync", str(export.write(everything, [stay]))).exit_code == 0
@@ -65,7 +67,6 @@ def offboarding_run(chain: SandboxHandle, tmp_path: Path) -> ChainExport:
     assert unit_statuses(chain)[GHOST] == "ACTIVE"  # stored, the answer never came
     kept = [u for u in [*units(1, 6), *units(3, 6)] if u["unit_id"] != STAYED_IN]
     export.write(kept, [stay])
-    return export
 
 
 def effects(summary: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +93,8 @@ EXPECTED = {
 def test_plan_shows_every_effect_and_apply_performs_exactly_them(
     chain: SandboxHandle, tmp_path: Path
 ) -> None:
-    export = offboarding_run(chain, tmp_path)
+    export = ChainExport(tmp_path / "chain")
+    offboarding_run(chain, tmp_path, export)
     before, statuses_before = webhook_requests(chain), unit_statuses(chain)
 
     text = pms_sync(chain, tmp_path, "plan", str(export.mapping))
@@ -133,3 +135,29 @@ def test_plan_shows_every_effect_and_apply_performs_exactly_them(
     assert statuses[STAYED_IN] == "ACTIVE" and statuses[GHOST] == "INACTIVE"
     assert (applied.exit_code, report["status"]) == (5, "blocked")  # the stays still hold U2
     assert [h["approval"] for h in report["awaiting_approval"]] == ["deactivation_with_stays"]
+
+
+def test_a_dagster_run_of_the_same_shows_the_same_effects(
+    chain: SandboxHandle, tmp_path: Path
+) -> None:
+    export = ChainExport(tmp_path / "mappings" / "chain")
+    offboarding_run(chain, tmp_path, export)
+    given = resources(chain, tmp_path) | {"sync_checks": SyncChecksResource(allow_mass_change=True)}
+    defs = build_definitions(tmp_path / "mappings", given)
+
+    result = defs.resolve_job_def("chain_sync").execute_in_process(raise_on_error=False)
+
+    synced = materialized(result, "synced_accommodations")
+    assert "| acc-002 | deactivate | 2 | 0 | no |" in synced["planned_properties"]
+    assert (
+        f"| accommodation | acc-003 | {GHOST} | deactivate |"
+        in synced["possibly_stored_retirements"]
+    )
+    assert synced["possibly_stored_retired"] == 1
+    assert (synced["requests_to_send_records"], synced["requests_to_send_properties"]) == (1, 1)
+    [held] = [line for line in synced["awaiting_approval"].splitlines() if "acc-" in line]
+    assert "acc-001" in held and "allow_deactivation_with_stays" in held
+    assert "| acc-002 | deactivate | applied |" in synced["properties"]
+    assert chain.health()["inactiveProperties"] == [account(2)]
+    statuses = unit_statuses(chain)
+    assert (statuses[STAYED_IN], statuses[GHOST]) == ("ACTIVE", "INACTIVE")
