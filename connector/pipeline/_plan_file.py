@@ -44,6 +44,7 @@ from connector.plan import (
     HeldWork,
     Plan,
     PropertyEffect,
+    WaitingForUnit,
     field_changes,
 )
 from connector.private_files import open_private
@@ -196,6 +197,9 @@ def _plan_of(document: dict[str, Any]) -> Plan:
         properties=tuple(PropertyEffect.from_json_dict(p) for p in summary["properties"]),
         update_sub_units=bool(summary["update_sub_units"]),
         awaiting_approval=tuple(HeldWork.from_json_dict(h) for h in summary["awaiting_approval"]),
+        waiting_for_units=tuple(
+            WaitingForUnit.from_json_dict(w) for w in summary["waiting_for_units"]
+        ),
     )
 
 

@@ -40,9 +40,12 @@ from connector.plan import (
 )
 from connector.push import (
     OUTCOMES,
+    Disagreement,
+    HeldRecord,
     Outcome,
     ProgressCallback,
     PushResult,
+    RecordProblem,
     finish_passes,
     open_passes,
 )
@@ -176,18 +179,10 @@ class SyncReport:
             "quarantined": self.plan.quarantined + self.unresolved,
             "kept_quarantined": self.plan.kept_quarantined,
             "units_with_stays": self.plan.units_with_stays_json(),
+            # The plan's effects beyond the counts, as `plan --json` shows them.
+            "planned": self.plan.effects_json(),
             "unusable": self.plan.unusable,
-            "held_back": [
-                {
-                    "entity": h.entity,
-                    "account_id": h.account_id,
-                    "record_id": h.record_id,
-                    "action": h.action,
-                    "unit_ids": list(h.unit_ids),
-                    "reason": h.reason,
-                }
-                for h in self.push.held_back[:_SAMPLE]
-            ],
+            "held_back": [_held_back_json(h) for h in self.push.held_back[:_SAMPLE]],
             "held_back_total": len(self.push.held_back),
             "guard": self.guard.to_json_dict(),
             "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
@@ -201,32 +196,9 @@ class SyncReport:
             "stopped_accounts": {a: str(e) for a, e in sorted(self.push.stopped_accounts.items())},
             "stopped": self.push.stopped,
             "postponed_accounts": dict(sorted(self.push.postponed_accounts.items())),
-            "problems": [
-                {
-                    "entity": p.entity,
-                    "account_id": p.account_id,
-                    "record_id": p.record_id,
-                    "action": p.action,
-                    "outcome": str(p.outcome),
-                    "http_status": p.http_status,
-                    "message": p.message,
-                    "request_ids": list(p.request_ids),
-                    "attempts": p.attempts,
-                }
-                for p in problems[:_SAMPLE]
-            ],
+            "problems": [_problem_json(p) for p in problems[:_SAMPLE]],
             "problems_total": len(problems),
-            "disagreements": [
-                {
-                    "entity": d.entity,
-                    "account_id": d.account_id,
-                    "record_id": d.record_id,
-                    "action": d.action,
-                    "detail": d.detail,
-                    "request_id": d.request_id,
-                }
-                for d in self.push.disagreements[:_SAMPLE]
-            ],
+            "disagreements": [_disagreement_json(d) for d in self.push.disagreements[:_SAMPLE]],
             "disagreements_total": len(self.push.disagreements),
             # "skipped" or "already known" answers a lost answer explains: re-sends, not
             # disagreements.
@@ -297,6 +269,42 @@ class SyncReport:
                 for d in self.push.drift[:_SAMPLE]
             ],
         }
+
+
+def _held_back_json(h: HeldRecord) -> dict[str, Any]:
+    return {
+        "entity": h.entity,
+        "account_id": h.account_id,
+        "record_id": h.record_id,
+        "action": h.action,
+        "unit_ids": list(h.unit_ids),
+        "reason": h.reason,
+    }
+
+
+def _problem_json(p: RecordProblem) -> dict[str, Any]:
+    return {
+        "entity": p.entity,
+        "account_id": p.account_id,
+        "record_id": p.record_id,
+        "action": p.action,
+        "outcome": str(p.outcome),
+        "http_status": p.http_status,
+        "message": p.message,
+        "request_ids": list(p.request_ids),
+        "attempts": p.attempts,
+    }
+
+
+def _disagreement_json(d: Disagreement) -> dict[str, Any]:
+    return {
+        "entity": d.entity,
+        "account_id": d.account_id,
+        "record_id": d.record_id,
+        "action": d.action,
+        "detail": d.detail,
+        "request_id": d.request_id,
+    }
 
 
 def _drift_counted(counts: Mapping[str, int]) -> bool:

@@ -16,10 +16,11 @@ effect a run has (docs/cli.md, "What a plan holds"):
    (held for their stays too); an offboarding is a mass change of its account; units pms-sync
    deactivated before are deactivated again after a reactivation with sub-units.
 7. **holds**: the work each approval releases (guard, stays, properties).
+8. **failed parents**: reservations whose unit was refused before and is not at the service;
+   the push holds them back unless the unit is acknowledged first (connector/push/_holdback.py).
 
 What the push decides as it goes is not planned: the budget and the deadline (what is left is
-pending for the next run), and reservations held back while their unit is not at the service
-(connector/push/_holdback.py).
+pending for the next run), and holding back reservations whose unit fails in the same run.
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ from connector.contract import Entity
 from connector.duckdb_memory import memory_named
 from connector.errors import SnapshotError
 from connector.pipeline._request import SyncRequest
-from connector.plan import Action, Plan, ReconcilePolicy, ResendOptions, build_plan
+from connector.plan import (
+    Action,
+    Plan,
+    ReconcilePolicy,
+    ResendOptions,
+    WaitingForUnit,
+    build_plan,
+)
+from connector.push import expected_holdback
 from connector.records import MappedRecords
 from connector.safety.approvals import held_by_guard, held_for_stays
 from connector.safety.guard import GuardVerdict, evaluate
@@ -85,7 +94,22 @@ def shape_plan(
     if directory is not None:
         plan, verdict = _with_properties(plan, verdict, snapshot, batches, policy, request)
     held = (*held_by_guard(verdict, plan), *held_for_stays(plan))
-    return replace(plan, awaiting_approval=(*held, *plan.awaiting_approval)), verdict
+    return (
+        replace(
+            plan,
+            awaiting_approval=(*held, *plan.awaiting_approval),
+            waiting_for_units=_waiting_for_units(plan, snapshot),
+        ),
+        verdict,
+    )
+
+
+def _waiting_for_units(plan: Plan, snapshot: SnapshotStore) -> tuple[WaitingForUnit, ...]:
+    """Step 8: the plan's reservations whose unit the service does not hold."""
+    return tuple(
+        WaitingForUnit(h.entity, h.account_id, h.record_id, h.action, h.unit_ids, h.reason)
+        for h in expected_holdback(plan.changes, snapshot)
+    )
 
 
 def _with_properties(

@@ -27,7 +27,7 @@ from connector.plan._drift import (
     RESEND_REASONS,
     drift_of,
 )
-from connector.plan._effects import Approval, HeldWork, PropertyEffect
+from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._plan import (
     ACTIONS,
     CHANGE_COLUMNS,
@@ -78,6 +78,7 @@ __all__ = [
     "RefreshPolicy",
     "ResendOptions",
     "UrgencyPolicy",
+    "WaitingForUnit",
     "backlog",
     "backlog_json",
     "backlog_table",

@@ -1,5 +1,6 @@
-"""The plan's effects beyond record changes: property status changes, and the work held
-until an approval releases it (each with its reason and that approval).
+"""The plan's effects beyond record changes: property status changes, the work held until
+an approval releases it (each with its reason and that approval), and the reservations that
+wait for their unit to be at the service.
 
 Values only: :mod:`connector.accounts` decides the property changes, :mod:`connector.safety`
 the holds; the plan carries them so that it describes everything a run will do.
@@ -109,4 +110,42 @@ class PropertyEffect:
             stays=int(item.get("stays") or 0),
             last_checkout=date.fromisoformat(checkout) if checkout else None,
             held_for_stays=bool(item.get("held_for_stays")),
+        )
+
+
+@dataclass(frozen=True)
+class WaitingForUnit:
+    """A reservation change whose unit is not at the service (refused in an earlier run and
+    never acknowledged): the push holds it back unless the unit is acknowledged first in the
+    same run; no approval releases it, the unit's acknowledgement does."""
+
+    entity: str
+    account_id: str
+    record_id: str
+    action: str
+    unit_ids: tuple[str, ...]
+    reason: str
+
+    def describe(self) -> str:
+        return f"waits      {self.entity} {self.account_id}/{self.record_id}: {self.reason}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "entity": self.entity,
+            "account_id": self.account_id,
+            "record_id": self.record_id,
+            "action": self.action,
+            "unit_ids": list(self.unit_ids),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json_dict(cls, item: dict[str, Any]) -> WaitingForUnit:
+        return cls(
+            entity=str(item["entity"]),
+            account_id=str(item["account_id"]),
+            record_id=str(item["record_id"]),
+            action=str(item["action"]),
+            unit_ids=tuple(str(u) for u in item["unit_ids"]),
+            reason=str(item["reason"]),
         )

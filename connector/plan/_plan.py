@@ -20,7 +20,7 @@ import pandas as pd
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.plan._drift import OPTIONAL_REASONS
-from connector.plan._effects import Approval, HeldWork, PropertyEffect
+from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.plan._urgency import URGENCY_CLASSES, UrgencyPolicy
 from connector.records import (
@@ -190,6 +190,9 @@ class Plan:
     # Work held until an approval releases it (the guard's kinds of change, units and
     # properties guests still stay in), each with its reason and approval.
     awaiting_approval: tuple[HeldWork, ...] = ()
+    # Reservations whose unit the service does not hold (refused before): held back by the
+    # push unless the unit is acknowledged first (connector.push's parent-failure holdback).
+    waiting_for_units: tuple[WaitingForUnit, ...] = ()
 
     @property
     def status_error(self) -> str | None:
@@ -257,11 +260,15 @@ class Plan:
         return len(self.changes)
 
     def held_kinds(self, approved: Collection[Approval] = ()) -> frozenset[tuple[str, str, str]]:
-        """(account, entity, action) of record changes held for an approval not given."""
+        """(account, entity, action) of the record changes the guard holds, unless the
+        mass-change approval is given. Units with stays are not among ``changes`` at all:
+        the stays rule holds them one by one when the plan is made."""
+        if Approval.MASS_CHANGE in approved:
+            return frozenset()
         return frozenset(
             (item.account_id, item.entity, item.action)
             for item in self.awaiting_approval
-            if item.approval not in approved and item.entity != "property"
+            if item.approval == Approval.MASS_CHANGE and item.entity != "property"
         )
 
     def released(self, approved: Collection[Approval]) -> Plan:
@@ -327,6 +334,7 @@ class Plan:
                 )
             ],
             "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
+            "waiting_for_units": [item.to_json_dict() for item in self.waiting_for_units],
         }
 
     def effects_lines(self) -> list[str]:
@@ -341,6 +349,7 @@ class Plan:
             for r in self.possibly_stored_retirements.itertuples(index=False)
         ]
         lines += [f"held       {item.describe()}" for item in self.awaiting_approval]
+        lines += [item.describe() for item in self.waiting_for_units]
         return lines
 
     @property

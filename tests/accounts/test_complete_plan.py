@@ -29,6 +29,7 @@ from tests.accounts.test_dagster_accounts import materialized, resources
 ATTEMPTS = 3  # PMS_SYNC_MAX_ATTEMPTS of tests.accounts.chain.pms_sync
 GHOST = f"{hotel(3)}-U99"
 STAYED_IN = f"{hotel(1)}-U2"
+LEFT = f"{hotel(1)}-U3"  # gone, no stay: deactivated in the same account as the held unit
 
 
 def units(number: int, count: int) -> list[dict[str, str]]:
@@ -50,7 +51,7 @@ def webhook_requests(chain: SandboxHandle) -> int:
 
 def offboarding_run(chain: SandboxHandle, tmp_path: Path, export: ChainExport) -> None:
     """Acknowledged: hotels 1-3, a stay in unit U2 of hotel 1. Possibly stored: unit U99 of
-    hotel 3 (every answer lost). Then the export: hotel 2 gone, U2 and U99 gone too."""
+    hotel 3 (every answer lost). Then the export: hotel 2 gone, U2, U3 and U99 gone too."""
     stay = booking(hotel(1), 1, days_from_today=3) | {"unit_id": STAYED_IN}
     everything = [*units(1, 6), *units(2, 2), *units(3, 6)]
     assert pms_sync(chain, tmp_path, "sync", str(export.write(everything, [stay]))).exit_code == 0
@@ -65,7 +66,7 @@ def offboarding_run(chain: SandboxHandle, tmp_path: Path, export: ChainExport) -
     chain.set_faults()
     assert document(lost)["outcomes"]["pending"] == 1
     assert unit_statuses(chain)[GHOST] == "ACTIVE"  # stored, the answer never came
-    kept = [u for u in [*units(1, 6), *units(3, 6)] if u["unit_id"] != STAYED_IN]
+    kept = [u for u in [*units(1, 6), *units(3, 6)] if u["unit_id"] not in (STAYED_IN, LEFT)]
     export.write(kept, [stay])
 
 
@@ -126,12 +127,12 @@ def test_plan_shows_every_effect_and_apply_performs_exactly_them(
     payloads = json.loads(plan_file.read_text())["payloads"]
     planned_records = Counter((c["record_id"], c["action"]) for c in payloads)
     # Hotel 2's units stop with their property (updateSubUnits): no request of their own.
-    assert planned_records == Counter({(GHOST, "deactivate"): 1})
+    assert planned_records == Counter({(GHOST, "deactivate"): 1, (LEFT, "deactivate"): 1})
     assert webhook_requests(chain) - before == report["requests"] == sum(planned_records.values())
     assert chain.health()["inactiveProperties"] == [account(2)]
     statuses = unit_statuses(chain)
     changed = {uid for uid, status in statuses.items() if status != statuses_before[uid]}
-    assert changed == {f"{hotel(2)}-U1", f"{hotel(2)}-U2", GHOST}
+    assert changed == {f"{hotel(2)}-U1", f"{hotel(2)}-U2", GHOST, LEFT}
     assert statuses[STAYED_IN] == "ACTIVE" and statuses[GHOST] == "INACTIVE"
     assert (applied.exit_code, report["status"]) == (5, "blocked")  # the stays still hold U2
     assert [h["approval"] for h in report["awaiting_approval"]] == ["deactivation_with_stays"]
@@ -154,10 +155,14 @@ def test_a_dagster_run_of_the_same_shows_the_same_effects(
         in synced["possibly_stored_retirements"]
     )
     assert synced["possibly_stored_retired"] == 1
-    assert (synced["requests_to_send_records"], synced["requests_to_send_properties"]) == (1, 1)
+    assert (synced["requests_to_send_records"], synced["requests_to_send_properties"]) == (2, 1)
     [held] = [line for line in synced["awaiting_approval"].splitlines() if "acc-" in line]
     assert "acc-001" in held and "allow_deactivation_with_stays" in held
     assert "| acc-002 | deactivate | applied |" in synced["properties"]
     assert chain.health()["inactiveProperties"] == [account(2)]
     statuses = unit_statuses(chain)
-    assert (statuses[STAYED_IN], statuses[GHOST]) == ("ACTIVE", "INACTIVE")
+    assert (statuses[STAYED_IN], statuses[GHOST], statuses[LEFT]) == (
+        "ACTIVE",
+        "INACTIVE",
+        "INACTIVE",
+    )
