@@ -1,8 +1,9 @@
 """One sync of one mapping, the one place that composes the stages.
 
 map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
-``sync_batches``), reviewed plan files (``plan_to_file``, ``apply_plan_file``) and a
-run's report split by check-in window (``report_within``). Used by the CLI and Dagster.
+``sync_batches``: one ``SyncRequest`` per run, its plan shaped by ``shape_plan``), reviewed
+plan files (``plan_to_file``, ``apply_plan_file``) and a run's report split by check-in
+window (``report_within``). Used by the CLI and Dagster.
 """
 
 from connector.arrow_memory import use_run_allocator
@@ -10,6 +11,7 @@ from connector.pipeline._plan_file import (
     apply_plan_file,
     plan_to_file,
 )
+from connector.pipeline._request import SyncRequest
 from connector.pipeline._run import (
     SyncReport,
     keep_fingerprints,
@@ -17,7 +19,9 @@ from connector.pipeline._run import (
     plan_sync,
     run_sync,
     sync_batches,
+    sync_request,
 )
+from connector.pipeline._shape import shape_plan
 from connector.pipeline._windowed_report import (
     records_within,
     report_within,
@@ -28,6 +32,7 @@ use_run_allocator()
 
 __all__ = [
     "SyncReport",
+    "SyncRequest",
     "apply_plan_file",
     "keep_fingerprints",
     "load_batches",
@@ -36,5 +41,7 @@ __all__ = [
     "records_within",
     "report_within",
     "run_sync",
+    "shape_plan",
     "sync_batches",
+    "sync_request",
 ]

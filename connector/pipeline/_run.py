@@ -819,4 +819,5 @@ __all__ = [
     "planned",
     "run_sync",
     "sync_batches",
+    "sync_request",
 ]
