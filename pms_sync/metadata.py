@@ -19,7 +19,7 @@ import dagster as dg
 import pandas as pd
 
 from connector.pipeline import SyncReport
-from connector.plan import ACTIONS, format_duration, render_value
+from connector.plan import ACTIONS, Plan, format_duration, render_value
 from connector.push import OUTCOMES, Outcome
 from connector.records import MappedRecords
 from connector.secrets import is_sensitive, mask_payload, mask_text, mask_value, redact_url
@@ -230,6 +230,7 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
     )
     metadata.update(safety_metadata(report))
     metadata.update(accounts_metadata(report))
+    metadata.update(plan_effects_metadata(report.plan))
     dead = [p for p in push.problems if p.outcome == Outcome.DEAD_LETTERED]
     if dead:
         metadata["dead_letter_top_reasons"] = dg.MetadataValue.md(
@@ -293,6 +294,43 @@ def accounts_metadata(report: SyncReport) -> dict[str, Any]:
                 (
                     (c.account_id, str(c.action), str(c.outcome), c.stays, c.message)
                     for c in properties[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    return metadata
+
+
+def plan_effects_metadata(plan: Plan) -> dict[str, Any]:
+    """The plan's effects beyond the counts, the members `pms-sync plan --json` shows:
+    ``requests_to_send``, ``properties`` (as planned; ``properties`` above says what came of
+    them), ``possibly_stored_retirements``; ``awaiting_approval`` is the safety part's."""
+    effects = plan.effects_json()
+    metadata: dict[str, Any] = {
+        "requests_to_send_records": dg.MetadataValue.int(effects["requests_to_send"]["records"]),
+        "requests_to_send_properties": dg.MetadataValue.int(
+            effects["requests_to_send"]["properties"]
+        ),
+        "possibly_stored_retired": dg.MetadataValue.int(
+            len(effects["possibly_stored_retirements"])
+        ),
+    }
+    if plan.properties:
+        metadata["planned_properties"] = dg.MetadataValue.md(
+            markdown_table(
+                ("account", "action", "units", "stays", "held for stays"),
+                (
+                    (p.account_id, p.action, p.units, p.stays, "yes" if p.held_for_stays else "no")
+                    for p in plan.properties[:SAMPLE_ROWS]
+                ),
+            )
+        )
+    if effects["possibly_stored_retirements"]:
+        metadata["possibly_stored_retirements"] = dg.MetadataValue.md(
+            markdown_table(
+                ("entity", "account", "record", "action"),
+                (
+                    (r["entity"], r["account_id"], r["record_id"], r["action"])
+                    for r in effects["possibly_stored_retirements"][:SAMPLE_ROWS]
                 ),
             )
         )

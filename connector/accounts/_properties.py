@@ -31,7 +31,14 @@ from connector.accounts._directory import AccountDirectory
 from connector.accounts._settings import PropertyPolicy
 from connector.contract import AccommodationStatus, Entity
 from connector.errors import AuthenticationError, ServiceError
-from connector.plan import CHANGE_COLUMNS, Action, Plan, ReconcilePolicy, delivery_order
+from connector.plan import (
+    CHANGE_COLUMNS,
+    Action,
+    Plan,
+    PropertyEffect,
+    ReconcilePolicy,
+    delivery_order,
+)
 from connector.records import MappedRecords
 from connector.safety.approvals import Approval, HeldWork
 from connector.safety.guard import (
@@ -180,11 +187,51 @@ def plan_properties(
             continue
         change.stays, change.last_checkout = int(row.stays), row.last_checkout
         if not release_with_stays:
-            change.outcome = PropertyOutcome.HELD
-            change.message = (
-                f"{change.stays} current or future stay(s) until {change.last_checkout}: "
-                "held (approve with --allow-deactivation-with-stays, or wait for the stays to end)"
-            )
+            _hold_for_stays(change)
+    return report
+
+
+def _hold_for_stays(change: PropertyChange) -> None:
+    change.outcome = PropertyOutcome.HELD
+    change.message = (
+        f"{change.stays} current or future stay(s) until {change.last_checkout}: "
+        "held (approve with --allow-deactivation-with-stays, or wait for the stays to end)"
+    )
+
+
+def property_effects(report: PropertyReport) -> tuple[PropertyEffect, ...]:
+    """The report's changes as the plan carries them (decided, none sent yet)."""
+    return tuple(
+        PropertyEffect(
+            account_id=c.account_id,
+            action=str(c.action),
+            units=c.units,
+            stays=c.stays,
+            last_checkout=c.last_checkout,
+            held_for_stays=c.outcome == PropertyOutcome.HELD,
+        )
+        for c in report.changes
+    )
+
+
+def planned_report(plan: Plan) -> PropertyReport:
+    """The plan's property changes as a report to carry out (``apply_properties``)."""
+    report = PropertyReport(update_sub_units=plan.update_sub_units)
+    for effect in plan.properties:
+        change = PropertyChange(
+            effect.account_id,
+            PropertyAction(effect.action),
+            effect.units,
+            effect.stays,
+            effect.last_checkout,
+        )
+        if effect.held_for_stays:
+            _hold_for_stays(change)
+        report.changes.append(change)
+    if len(plan.changes):
+        report.units_kept_inactive = int(
+            (plan.changes["reason"] == REASON_PROPERTY_REACTIVATED).sum()
+        )
     return report
 
 

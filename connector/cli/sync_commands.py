@@ -227,13 +227,13 @@ def plan_command(
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
     if out is not None:
-        _print_plan_file(out, verdict, plan_document, as_json, code)
+        _print_plan_file(out, plan, verdict, plan_document, as_json, code)
     elif as_json:
         document = plan.to_json_dict() | {"backlog": backlog_json(rows), "exit_code": code}
         click.echo(json.dumps(document, sort_keys=True, default=str))
     else:
         click.echo(plan.summary_table())
-        click.echo(f"\n{plan.request_count} request(s) to send; snapshot {settings.snapshot_path}")
+        _echo_requests(plan, settings)
         _echo_resends(plan)
         click.echo("\n" + backlog_table(rows))
     _print_quarantine(plan.quarantine, plan.quarantine_sample, as_json)
@@ -352,6 +352,20 @@ def sync_command(
     _finish(report, settings, as_json)
 
 
+def _echo_requests(plan: Plan, settings: SyncSettings) -> None:
+    """What the plan sends, then its effects beyond the counts, one line each."""
+    records, properties = plan.record_requests, plan.property_requests
+    held = (
+        f"; {len(plan.awaiting_approval)} held awaiting approval" if plan.awaiting_approval else ""
+    )
+    click.echo(
+        f"\n{records + properties} request(s) to send ({records} record change(s), "
+        f"{properties} property status change(s)){held}; snapshot {settings.snapshot_path}"
+    )
+    for line in plan.effects_lines():
+        click.echo(line)
+
+
 def _echo_resends(plan: Plan) -> None:
     """The plan's re-sends of unchanged records, apart from its real changes."""
     resends = plan.resends
@@ -445,7 +459,7 @@ def apply_command(
 
 
 def _print_plan_file(
-    out: Path, verdict: Any, document: dict[str, Any], as_json: bool, code: int
+    out: Path, plan: Plan, verdict: Any, document: dict[str, Any], as_json: bool, code: int
 ) -> None:
     if as_json:
         summary = document["summary"] | {"plan_file": str(out), "exit_code": code}
@@ -463,6 +477,8 @@ def _print_plan_file(
         hidden = len(document["changes"]) - 50
         if hidden > 0:
             click.echo(f"… and {hidden} more change(s) in {out}")
+        for line in plan.effects_lines():
+            click.echo(line)
     if verdict.changes:
         click.secho(verdict.message(), fg="red", err=True)
     click.echo(

@@ -1,9 +1,10 @@
 """One sync of one mapping, the one place that composes the stages.
 
 map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
-``sync_batches``), reviewed plan files (``plan_to_file``, ``apply_plan_file``) and a
-run's report split by check-in window (``report_within``), and the one table of a run's
-verdict: status word, exit code, Dagster's consequence (``VERDICTS``, ``verdict_of``). Used by the CLI and Dagster.
+``sync_batches``: one ``SyncRequest`` per run, its plan shaped by ``shape_plan``), reviewed
+plan files (``plan_to_file``, ``apply_plan_file``), a run's report split by check-in window
+(``report_within``), and the one table of a run's verdict: status word, exit code, Dagster's
+consequence (``VERDICTS``, ``verdict_of``). Used by the CLI and Dagster.
 """
 
 from connector.arrow_memory import use_run_allocator
@@ -11,6 +12,7 @@ from connector.pipeline._plan_file import (
     apply_plan_file,
     plan_to_file,
 )
+from connector.pipeline._request import SyncRequest
 from connector.pipeline._run import (
     SyncReport,
     keep_fingerprints,
@@ -18,7 +20,9 @@ from connector.pipeline._run import (
     plan_sync,
     run_sync,
     sync_batches,
+    sync_request,
 )
+from connector.pipeline._shape import shape_plan
 from connector.pipeline._verdict import (
     VERDICTS,
     ExitCode,
@@ -45,6 +49,7 @@ __all__ = [
     "RunOutcome",
     "RunStatus",
     "SyncReport",
+    "SyncRequest",
     "Verdict",
     "apply_plan_file",
     "keep_fingerprints",
@@ -54,7 +59,9 @@ __all__ = [
     "records_within",
     "report_within",
     "run_sync",
+    "shape_plan",
     "sync_batches",
+    "sync_request",
     "verdict_for",
     "verdict_of",
     "verdict_of_error",

@@ -5,6 +5,9 @@ A plan file has two parts, for two readers:
 - ``changes``: for people. One entry per request with its field-level differences (old → new
   per field; see :mod:`connector.plan._diff`), every secret and guest contact masked. This is
   what a reviewer reads, pastes into a ticket or diffs.
+- ``summary``: the complete plan (``Plan.to_json_dict``): its counts and every other effect,
+  property status changes (offboarding, reactivation), retirements of possibly stored
+  records, and the work held awaiting an approval with the approval that releases it.
 - ``payloads``: for ``apply``. The exact canonical JSON of each request, in the same order,
   so the push sends byte for byte what was planned (not a re-mapping of an export that may
   have changed since). These hold door codes and guest contacts like the snapshot does: the
@@ -13,7 +16,9 @@ A plan file has two parts, for two readers:
 The file records the snapshot's fingerprint (:meth:`SnapshotStore.fingerprint`) for the
 plan's accounts. ``apply`` refuses the plan when the snapshot has changed since (another sync
 acknowledged or refused something, so the diff the plan was made from is no longer true), and
-when the file was edited after it was written (a SHA-256 digest of both parts).
+when the file was edited after it was written (a SHA-256 digest of every part). ``apply``
+carries out exactly the plan: its property changes, then its payloads, without the work
+held for an approval not given (``--allow-mass-change`` releases the guard's holds).
 """
 
 from __future__ import annotations
@@ -30,17 +35,28 @@ import pandas as pd
 
 from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
-from connector.plan import CHANGE_COLUMNS, UNIT_STAYS_COLUMNS, Force, Plan, field_changes
+from connector.pipeline._execute import execute_plan
+from connector.pipeline._request import SyncRequest
+from connector.plan import (
+    CHANGE_COLUMNS,
+    UNIT_STAYS_COLUMNS,
+    Force,
+    HeldWork,
+    Plan,
+    PropertyEffect,
+    WaitingForUnit,
+    field_changes,
+)
 from connector.private_files import open_private
 from connector.records import DateWindow
-from connector.safety.guard import GuardRules, GuardVerdict, evaluate
+from connector.safety.guard import GuardVerdict
 from connector.settings import SyncSettings
 from connector.snapshot import Snapshot, SnapshotStore, snapshot_location
 
 if TYPE_CHECKING:
     from connector.pipeline._run import SyncReport
 
-FORMAT = "pms-sync-plan/1"
+FORMAT = "pms-sync-plan/2"  # /2: property changes and held work
 _TALLY_COLUMNS = ("entity", "account_id", "action", "reason", "n")
 _EXTRACTED_COLUMNS = ("entity", "account_id", "extracted", "quarantined")
 
@@ -112,23 +128,22 @@ def plan_to_file(
     reconcile: bool = False,
     remap: bool = False,
 ) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
-    """Map, diff and write the plan file; sends nothing, writes nothing else."""
-    from connector.mapping import load_mapping
+    """Map, shape the complete plan and write the plan file; sends nothing, writes nothing
+    else."""
     from connector.pipeline._run import planned
 
-    rules = GuardRules.from_mapping(load_mapping(mapping_path))
-    with planned(
-        mapping_path,
+    request = SyncRequest(
         settings,
+        mapping=str(mapping_path),
         entities=entities,
         window=window,
-        force=force,
-        today=today,
+        force=force or Force(),
+        today=today or date.today(),
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
         remap=remap,
-    ) as (plan, snapshot):
-        verdict = evaluate(plan, snapshot, rules)
+    )
+    with planned(mapping_path, request) as (plan, verdict, snapshot):
         document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
     write_plan_file(out, document)
     return plan, verdict, document
@@ -146,10 +161,21 @@ def read_plan_file(path: Path) -> PlanFile:
             f"the plan file {path} was changed after it was written (its digest does not match); "
             "make a new plan with `pms-sync plan MAPPING --out FILE`"
         )
+    return PlanFile(
+        plan=_plan_of(document),
+        mapping=str(document["mapping"]),
+        snapshot_location=str(document["snapshot"]["location"]),
+        fingerprint=str(document["snapshot"]["fingerprint"]),
+        guard=document["guard"],
+    )
+
+
+def _plan_of(document: dict[str, Any]) -> Plan:
+    summary = document["summary"]
     changes = pd.DataFrame(document["payloads"], columns=list(CHANGE_COLUMNS))
-    window = document["summary"].get("window")
-    force = document["summary"].get("force") or {}
-    plan = Plan(
+    window = summary.get("window")
+    force = summary.get("force") or {}
+    return Plan(
         changes=changes,
         tally=pd.DataFrame(document["tally"], columns=list(_TALLY_COLUMNS)),
         extracted=pd.DataFrame(document["extracted"], columns=list(_EXTRACTED_COLUMNS)),
@@ -163,18 +189,17 @@ def read_plan_file(path: Path) -> PlanFile:
             only_ids=frozenset(force["only_ids"]) if force.get("only_ids") else None,
         ),
         # The owner recorded for what apply acknowledges, as a sync of the mapping would.
-        connection=document["summary"].get("connection"),
+        connection=summary.get("connection"),
         units_with_stays=pd.DataFrame(
-            document["summary"].get("units_with_stays") or [], columns=list(UNIT_STAYS_COLUMNS)
+            summary.get("units_with_stays") or [], columns=list(UNIT_STAYS_COLUMNS)
         ),
-        entities=tuple(document["summary"].get("entities") or ()),
-    )
-    return PlanFile(
-        plan=plan,
-        mapping=str(document["mapping"]),
-        snapshot_location=str(document["snapshot"]["location"]),
-        fingerprint=str(document["snapshot"]["fingerprint"]),
-        guard=document["guard"],
+        entities=tuple(summary.get("entities") or ()),
+        properties=tuple(PropertyEffect.from_json_dict(p) for p in summary["properties"]),
+        update_sub_units=bool(summary["update_sub_units"]),
+        awaiting_approval=tuple(HeldWork.from_json_dict(h) for h in summary["awaiting_approval"]),
+        waiting_for_units=tuple(
+            WaitingForUnit.from_json_dict(w) for w in summary["waiting_for_units"]
+        ),
     )
 
 
@@ -224,20 +249,18 @@ def apply_plan_file(
     allow_mass_change: bool = False,
     snapshot_path: str | Path | None = None,
 ) -> SyncReport:
-    """Push exactly the plan file's payloads and record the run; returns a SyncReport.
+    """Carry out exactly the plan file's plan, property changes included, and record the run.
 
     The snapshot is the one named by ``snapshot_path`` (CLI ``--snapshot``), else the one the
     plan was made against. Parent-failure holdback applies as in any push.
     """
-    import uuid
-
     from connector.accounts import AccountDiscovery
-    from connector.client import RunStop, ServiceClient
-    from connector.pipeline._run import SyncReport, _dead_letter_summary, _now, _record_run
-    from connector.push import push_plan
+    from connector.client import RunStop
+    from connector.pipeline._run import _now, _record_run, _report
 
     plan_file = read_plan_file(path)
     started = _now()
+    request = SyncRequest(settings, mapping=plan_file.mapping, allow_mass_change=allow_mass_change)
     location = snapshot_location(snapshot_path or plan_file.snapshot_location)
     stop = RunStop(settings.push.budget.max_duration_s)
     with (
@@ -245,24 +268,10 @@ def apply_plan_file(
         Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot,
     ):
         check_applicable(plan_file, snapshot, allow=allow_mass_change)
+        plan = plan_file.plan.released(request.approved)
         # Tokens of accounts without a given one come from the Open API client, if any.
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
-        accounts = set(plan_file.plan.changes["account_id"].astype(str))
-        tokens = discovery.token_source(settings.tokens, accounts)
-        client = ServiceClient(settings.client, tokens)
-        result = push_plan(plan_file.plan, client, snapshot, options=settings.push, stop=stop)
-        discovery.after_push(tokens, client.retried_after_renewal)
-        discovery.save(snapshot)
-        report = SyncReport(
-            run_id=uuid.uuid4().hex,
-            mapping=plan_file.mapping,
-            started_at=started,
-            finished_at=_now(),
-            plan=plan_file.plan,
-            push=result,
-            snapshot=snapshot.location,
-            dead_letters=_dead_letter_summary(snapshot),
-            accounts=discovery.report,
-        )
+        executed = execute_plan(plan, snapshot, discovery, request, stop=stop)
+        report = _report(request, started, plan, executed.push, snapshot, discovery)
         _record_run(snapshot, report)
     return report

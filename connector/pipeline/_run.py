@@ -18,61 +18,41 @@ from typing import Any
 
 import pandas as pd
 
-from connector.accounts import (
-    AccountDiscovery,
-    AccountsReport,
-    apply_properties,
-    guard_properties,
-    held_properties,
-    plan_properties,
-    status_records,
-    with_units_kept_inactive,
-    withhold_unreactivated,
-)
-from connector.client import RunStop, ServiceClient, Window, effective_windows, ensure_reachable
+from connector.accounts import AccountDiscovery, AccountsReport
+from connector.client import RunStop, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
-from connector.duckdb_memory import memory_named
-from connector.errors import ConfigError, SnapshotError
+from connector.errors import ConfigError
+from connector.pipeline._execute import execute_plan
+from connector.pipeline._request import SyncRequest, account_scope
+from connector.pipeline._shape import shape_plan
 from connector.pipeline._verdict import RunConditions, Verdict, verdict_of
 from connector.plan import (
     ACTIONS,
     RESEND_REASONS,
     URGENCY_CLASSES,
-    Action,
     BacklogRow,
     FieldChange,
     Force,
     Plan,
     ReconcilePolicy,
-    ResendOptions,
     backlog,
     backlog_json,
-    build_plan,
     field_changes,
 )
 from connector.push import (
     OUTCOMES,
+    Disagreement,
+    HeldRecord,
     Outcome,
     ProgressCallback,
     PushResult,
+    RecordProblem,
     finish_passes,
     open_passes,
-    push_plan,
 )
 from connector.records import DateWindow, MappedRecords
-from connector.safety.approvals import (
-    HeldWork,
-    approval_message,
-    held_by_guard,
-    held_for_stays,
-)
-from connector.safety.guard import (
-    GuardRules,
-    GuardVerdict,
-    MassChangeRule,
-    evaluate,
-    withhold,
-)
+from connector.safety.approvals import HeldWork, approval_message
+from connector.safety.guard import GuardRules, GuardVerdict, MassChangeRule
 from connector.settings import SyncSettings
 from connector.snapshot import (
     LockScope,
@@ -85,7 +65,6 @@ from connector.snapshot import (
 )
 
 _SAMPLE = 20  # problems listed in a report; the rest are counted
-DIFF_STEP = "comparing the export with the snapshot (the diff)"
 
 
 @dataclass
@@ -172,18 +151,10 @@ class SyncReport:
             "quarantined": self.plan.quarantined + self.unresolved,
             "kept_quarantined": self.plan.kept_quarantined,
             "units_with_stays": self.plan.units_with_stays_json(),
+            # The plan's effects beyond the counts, as `plan --json` shows them.
+            "planned": self.plan.effects_json(),
             "unusable": self.plan.unusable,
-            "held_back": [
-                {
-                    "entity": h.entity,
-                    "account_id": h.account_id,
-                    "record_id": h.record_id,
-                    "action": h.action,
-                    "unit_ids": list(h.unit_ids),
-                    "reason": h.reason,
-                }
-                for h in self.push.held_back[:_SAMPLE]
-            ],
+            "held_back": [_held_back_json(h) for h in self.push.held_back[:_SAMPLE]],
             "held_back_total": len(self.push.held_back),
             "guard": self.guard.to_json_dict(),
             "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
@@ -197,32 +168,9 @@ class SyncReport:
             "stopped_accounts": {a: str(e) for a, e in sorted(self.push.stopped_accounts.items())},
             "stopped": self.push.stopped,
             "postponed_accounts": dict(sorted(self.push.postponed_accounts.items())),
-            "problems": [
-                {
-                    "entity": p.entity,
-                    "account_id": p.account_id,
-                    "record_id": p.record_id,
-                    "action": p.action,
-                    "outcome": str(p.outcome),
-                    "http_status": p.http_status,
-                    "message": p.message,
-                    "request_ids": list(p.request_ids),
-                    "attempts": p.attempts,
-                }
-                for p in problems[:_SAMPLE]
-            ],
+            "problems": [_problem_json(p) for p in problems[:_SAMPLE]],
             "problems_total": len(problems),
-            "disagreements": [
-                {
-                    "entity": d.entity,
-                    "account_id": d.account_id,
-                    "record_id": d.record_id,
-                    "action": d.action,
-                    "detail": d.detail,
-                    "request_id": d.request_id,
-                }
-                for d in self.push.disagreements[:_SAMPLE]
-            ],
+            "disagreements": [_disagreement_json(d) for d in self.push.disagreements[:_SAMPLE]],
             "disagreements_total": len(self.push.disagreements),
             # "skipped" or "already known" answers a lost answer explains: re-sends, not
             # disagreements.
@@ -295,6 +243,42 @@ class SyncReport:
         }
 
 
+def _held_back_json(h: HeldRecord) -> dict[str, Any]:
+    return {
+        "entity": h.entity,
+        "account_id": h.account_id,
+        "record_id": h.record_id,
+        "action": h.action,
+        "unit_ids": list(h.unit_ids),
+        "reason": h.reason,
+    }
+
+
+def _problem_json(p: RecordProblem) -> dict[str, Any]:
+    return {
+        "entity": p.entity,
+        "account_id": p.account_id,
+        "record_id": p.record_id,
+        "action": p.action,
+        "outcome": str(p.outcome),
+        "http_status": p.http_status,
+        "message": p.message,
+        "request_ids": list(p.request_ids),
+        "attempts": p.attempts,
+    }
+
+
+def _disagreement_json(d: Disagreement) -> dict[str, Any]:
+    return {
+        "entity": d.entity,
+        "account_id": d.account_id,
+        "record_id": d.record_id,
+        "action": d.action,
+        "detail": d.detail,
+        "request_id": d.request_id,
+    }
+
+
 def _drift_counted(counts: Mapping[str, int]) -> bool:
     return bool(counts.get("drift_found") or counts.get("drift_healed"))
 
@@ -363,58 +347,55 @@ def load_batches(
     )
 
 
+def _load(
+    mapping_path: str | Path, request: SyncRequest, mapping: Any
+) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
+    """``load_batches`` as ``request`` asks."""
+    return load_batches(
+        mapping_path,
+        mapping=mapping,
+        entities=request.entities,
+        window=request.window,
+        snapshot_path=request.settings.snapshot_path,
+        remap=request.maps_everything,
+        accounts=request.accounts,
+    )
+
+
+def _with_mapping(mapping_path: str | Path, request: SyncRequest) -> tuple[Any, SyncRequest]:
+    """The mapping file, loaded once for the mapping engine and the guard's thresholds
+    (checking a mapping file is a fixed cost of every run), and the request with them."""
+    from connector.mapping import load_mapping
+
+    mapping = load_mapping(mapping_path)
+    return mapping, replace(request, guard=request.guard or GuardRules.from_mapping(mapping))
+
+
 @contextmanager
 def planned(
-    mapping_path: str | Path,
-    settings: SyncSettings,
-    *,
-    entities: Collection[Entity] | None = None,
-    window: DateWindow | None = None,
-    force: Force | None = None,
-    today: date | None = None,
-    release_units_with_stays: bool = False,
-    reconcile: bool = False,
-    remap: bool = False,
-    accounts: Collection[str] | None = None,
-) -> Iterator[tuple[Plan, SnapshotStore]]:
-    """Map and diff without sending anything; the snapshot stays open (read-only) for what
-    follows. ``reconcile``: show the reconciliation pass a sync would continue or start;
-    ``remap``: map every record, whatever its source fingerprint."""
-    batches, policy = load_batches(
-        mapping_path,
-        entities=entities,
-        window=window,
-        snapshot_path=settings.snapshot_path,
-        remap=remap or (force is not None and force.active),
-        accounts=accounts,
-    )
+    mapping_path: str | Path, request: SyncRequest
+) -> Iterator[tuple[Plan, GuardVerdict, SnapshotStore]]:
+    """Map and shape the complete plan without sending anything; the snapshot stays open
+    (read-only) for what follows."""
+    mapping, request = _with_mapping(mapping_path, request)
+    batches, policy = _load(mapping_path, request, mapping)
+    settings = request.settings
     # Read-only: a plan writes nothing, and creates no snapshot file where there is none.
     with Snapshot.open(
         settings.snapshot_path, lock_timeout=settings.lock_timeout, read_only=True
     ) as snapshot:
         # External ids are looked up (GET requests of the Open API; nothing is saved).
-        batches, resolved_policy = AccountDiscovery(
-            settings.open_api, settings.client, snapshot
-        ).resolve(batches, policy)
+        discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
+        batches, resolved = discovery.resolve(batches, policy)
         passes = (
             open_passes(snapshot, policy.connection, batches, _now(), write=False)
-            if reconcile
+            if request.reconcile
             else None
         )
-        with memory_named(DIFF_STEP):
-            plan = build_plan(
-                snapshot,
-                batches,
-                policy=resolved_policy,
-                window=window,
-                force=force,
-                today=today,
-                urgency=settings.urgency,
-                release_units_with_stays=release_units_with_stays,
-                resend=_resend_options(settings, passes),
-            )
-        refuse_unmapped_changes(plan)
-        yield plan, snapshot
+        plan, verdict = shape_plan(
+            snapshot, batches, resolved, request, directory=discovery.directory, passes=passes
+        )
+        yield plan, verdict, snapshot
 
 
 def plan_sync(
@@ -430,19 +411,21 @@ def plan_sync(
     remap: bool = False,
     accounts: Collection[str] | None = None,
 ) -> Plan:
-    """Map and diff without sending anything."""
-    with planned(
-        mapping_path,
+    """Map and shape the complete plan without sending anything (``reconcile``: show the
+    reconciliation pass a sync would continue or start; ``remap``: map every record)."""
+    request = SyncRequest(
         settings,
+        mapping=str(mapping_path),
         entities=entities,
         window=window,
-        force=force,
-        today=today,
+        force=force or Force(),
+        today=today or date.today(),
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
         remap=remap,
-        accounts=accounts,
-    ) as (plan, _snapshot):
+        accounts=account_scope(accounts),
+    )
+    with planned(mapping_path, request) as (plan, _verdict, _snapshot):
         return plan
 
 
@@ -465,42 +448,26 @@ def run_sync(
     """Map, plan, push and record one run of a mapping file (``remap``: map every record,
     whatever its source fingerprint; ``accounts``: a run of these accounts only)."""
     started = _now()
-    from connector.mapping import load_mapping
-
+    request = SyncRequest(
+        settings,
+        mapping=str(mapping_path),
+        entities=entities,
+        window=window,
+        force=force or Force(),
+        today=today or date.today(),
+        dry_run=dry_run,
+        allow_mass_change=allow_mass_change,
+        release_units_with_stays=release_units_with_stays,
+        reconcile=reconcile,
+        remap=remap,
+        accounts=account_scope(accounts),
+    )
     # The deadline counts from here, and a signal while mapping ends the run (nothing sent).
     stop = RunStop(settings.push.budget.max_duration_s)
     with stop.signals_handled():
-        # Loaded once for the mapping engine and the guard's thresholds (checking a mapping
-        # file is a fixed cost of every run).
-        mapping_file = load_mapping(mapping_path)
-        batches, policy = load_batches(
-            mapping_path,
-            mapping=mapping_file,
-            entities=entities,
-            window=window,
-            snapshot_path=settings.snapshot_path,
-            remap=remap or (force is not None and force.active),
-            accounts=accounts,
-        )
-        guard = GuardRules.from_mapping(mapping_file)
-        return sync_batches(
-            batches,
-            settings,
-            policy=policy,
-            mapping=str(mapping_path),
-            dry_run=dry_run,
-            window=window,
-            force=force,
-            on_progress=on_progress,
-            started_at=started,
-            today=today,
-            guard=guard,
-            allow_mass_change=allow_mass_change,
-            release_units_with_stays=release_units_with_stays,
-            reconcile=reconcile,
-            accounts=accounts,
-            stop=stop,
-        )
+        mapping, request = _with_mapping(mapping_path, request)
+        batches, policy = _load(mapping_path, request, mapping)
+        return sync_request(batches, policy, request, stop, on_progress, started)
 
 
 def sync_batches(
@@ -547,170 +514,115 @@ def sync_batches(
     counted from now). SIGTERM and SIGINT stop the push gracefully (connector/client/_stop.py):
     the report's status is then ``stopped``.
     """
+    request = SyncRequest(
+        settings,
+        mapping=mapping,
+        window=window,
+        force=force or Force(),
+        today=today or date.today(),
+        guard=guard,
+        dry_run=dry_run,
+        allow_mass_change=allow_mass_change,
+        release_units_with_stays=release_units_with_stays,
+        reconcile=reconcile,
+        by_checkin=by_checkin,
+        accounts=account_scope(accounts),
+    )
     stop = stop or RunStop(settings.push.budget.max_duration_s)
     with stop.signals_handled():
-        return _sync_batches(
-            batches,
-            settings,
-            stop,
-            policy=policy,
-            mapping=mapping,
-            dry_run=dry_run,
-            window=window,
-            force=force,
-            on_progress=on_progress,
-            started_at=started_at,
-            today=today,
-            guard=guard,
-            allow_mass_change=allow_mass_change,
-            release_units_with_stays=release_units_with_stays,
-            reconcile=reconcile,
-            by_checkin=by_checkin,
-            accounts=accounts,
-        )
+        return sync_request(batches, policy, request, stop, on_progress, started_at)
 
 
-def _sync_batches(
+def sync_request(
     batches: Mapping[Entity, MappedRecords],
-    settings: SyncSettings,
-    stop: RunStop,
-    *,
     policy: ReconcilePolicy | None,
-    mapping: str,
-    dry_run: bool,
-    window: DateWindow | None,
-    force: Force | None,
-    on_progress: ProgressCallback | None,
-    started_at: datetime | None,
-    today: date | None,
-    guard: GuardRules | None,
-    allow_mass_change: bool,
-    release_units_with_stays: bool,
-    reconcile: bool,
-    by_checkin: bool,
-    accounts: Collection[str] | None,
+    request: SyncRequest,
+    stop: RunStop,
+    on_progress: ProgressCallback | None = None,
+    started_at: datetime | None = None,
 ) -> SyncReport:
+    """One run: shape the plan, carry it out, record the run, report (``sync_batches``)."""
     started = started_at or _now()
-    run_id = uuid.uuid4().hex
-    today = today or date.today()
-    if accounts is not None:
-        policy = replace(policy or ReconcilePolicy(), accounts=frozenset(map(str, accounts)))
-    if not dry_run:
+    settings = request.settings
+    if request.accounts is not None:
+        policy = replace(policy or ReconcilePolicy(), accounts=request.accounts)
+    if not request.dry_run:
         ensure_reachable(settings.client)  # a service down at the start: one clear error
     with Snapshot.open(
         settings.snapshot_path,
         lock_timeout=settings.lock_timeout,
-        scope=lock_scope(batches, policy, whole_connection=reconcile),
+        scope=lock_scope(batches, policy, whole_connection=request.reconcile),
     ) as snapshot:
         # External ids become account ids before anything is compared (connector.accounts).
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)
         batches, policy = discovery.resolve(batches, policy)
         connection = (policy or ReconcilePolicy()).connection
         passes = (
-            open_passes(snapshot, connection, batches, started, write=not dry_run)
-            if reconcile
+            open_passes(snapshot, connection, batches, started, write=not request.dry_run)
+            if request.reconcile
             else None
         )
-        with memory_named(DIFF_STEP):
-            plan = build_plan(
-                snapshot,
-                batches,
-                policy=policy,
-                window=window,
-                force=force,
-                today=today,
-                urgency=settings.urgency,
-                release_units_with_stays=release_units_with_stays,
-                resend=_resend_options(settings, passes),
-                by_checkin=by_checkin,
-            )
-        refuse_unmapped_changes(plan)
-        verdict = evaluate(
-            plan,
-            snapshot,
-            guard,
-            allow=allow_mass_change,
-            # Resolved like the records: account ids, also where the export names external ids.
-            accounts=policy.accounts if accounts is not None and policy is not None else None,
+        plan, verdict = shape_plan(
+            snapshot, batches, policy, request, directory=discovery.directory, passes=passes
         )
-        properties = discovery.report.properties
-        if discovery.directory is not None:
-            properties = discovery.report.properties = plan_properties(
-                snapshot,
-                batches,
-                policy or ReconcilePolicy(),
-                settings.properties,
-                today=today,
-                release_with_stays=release_units_with_stays,
-            )
-            verdict = guard_properties(verdict, properties, snapshot, guard, plan.connection)
-            plan = with_units_kept_inactive(plan, snapshot, batches, properties, today)
         diff_sample = field_changes(
             _updates_first(_real_changes(plan.changes)), snapshot, limit=_SAMPLE
         )
-        # Properties first: a reactivated property's units are updated after it.
-        apply_properties(properties, discovery.directory, held=verdict.held, dry_run=dry_run)
-        if not dry_run:
-            # Recorded before the push: its writer thread owns the snapshot until it ends.
-            snapshot.record_property_statuses(status_records(properties, plan.connection))
-        pushed = withhold_unreactivated(withhold(plan, verdict.held), properties)
-        senders = set() if dry_run else set(pushed.changes["account_id"].astype(str))
-        tokens = discovery.token_source(settings.tokens, senders)
-        client = ServiceClient(settings.client, tokens)
-        result = push_plan(
-            pushed,
-            client,
-            snapshot,
-            dry_run=dry_run,
-            options=settings.push,
-            on_progress=on_progress,
-            stop=stop,
+        executed = execute_plan(
+            plan, snapshot, discovery, request, stop=stop, on_progress=on_progress
         )
-        discovery.after_push(tokens, client.retried_after_renewal)
-        discovery.save(snapshot)
-        if not dry_run:
-            _adopt_exported(snapshot, batches, plan.connection)
-            keep_fingerprints(snapshot, batches, plan.connection)
-            if passes:
-                finish_passes(snapshot, passes, plan, result, _now())
-        open_drift = snapshot.open_drift()
-        report = SyncReport(
-            run_id=run_id,
-            mapping=mapping,
-            started_at=started,
-            finished_at=_now(),
-            plan=plan,
-            push=result,
-            snapshot=snapshot.location,
-            quarantine=plan.quarantine,
-            quarantine_sample=plan.quarantine_sample,
-            dead_letters=_dead_letter_summary(snapshot),
+        if not request.dry_run:
+            _after_push(snapshot, batches, plan, executed.push, passes)
+        report = replace(
+            _report(request, started, plan, executed.push, snapshot, discovery),
             guard=verdict,
             diff_sample=diff_sample,
-            rate_windows=effective_windows(settings.client),
-            accounts=discovery.report,
             unresolved=_unresolved_records(batches),
-            drift_open=_drift_open(open_drift),
-            drift_open_rows=open_drift,
-            awaiting_approval=(
-                *held_by_guard(verdict, plan),
-                *held_for_stays(plan),
-                *held_properties(properties),
-            ),
         )
         _record_run(snapshot, report)
     return report
 
 
-def _resend_options(settings: SyncSettings, passes: Mapping[Entity, Any] | None) -> ResendOptions:
-    return ResendOptions(
-        refresh=settings.refresh,
-        reconcile_since=(
-            {entity: found.started_at for entity, found in passes.items()}
-            if passes is not None
-            else None
-        ),
-        horizon_days=settings.urgency.horizon_days,
+def _after_push(
+    snapshot: SnapshotStore,
+    batches: Mapping[Entity, MappedRecords],
+    plan: Plan,
+    result: PushResult,
+    passes: Mapping[Entity, Any] | None,
+) -> None:
+    """What the snapshot keeps of the export once the push is over."""
+    _adopt_exported(snapshot, batches, plan.connection)
+    keep_fingerprints(snapshot, batches, plan.connection)
+    if passes:
+        finish_passes(snapshot, passes, plan, result, _now())
+
+
+def _report(
+    request: SyncRequest,
+    started: datetime,
+    plan: Plan,
+    result: PushResult,
+    snapshot: SnapshotStore,
+    discovery: AccountDiscovery,
+) -> SyncReport:
+    """The report of a plan carried out (``sync`` and ``apply``)."""
+    open_drift = snapshot.open_drift()
+    return SyncReport(
+        run_id=uuid.uuid4().hex,
+        mapping=request.mapping,
+        started_at=started,
+        finished_at=_now(),
+        plan=plan,
+        push=result,
+        snapshot=snapshot.location,
+        quarantine=plan.quarantine,
+        quarantine_sample=plan.quarantine_sample,
+        dead_letters=_dead_letter_summary(snapshot),
+        rate_windows=effective_windows(request.settings.client),
+        accounts=discovery.report,
+        drift_open=_drift_open(open_drift),
+        drift_open_rows=open_drift,
+        awaiting_approval=plan.awaiting_approval,
     )
 
 
@@ -736,30 +648,6 @@ def drift_open_within(rows: pd.DataFrame | None, window: DateWindow) -> dict[tup
     checkin = pd.to_datetime(rows["checkin"])
     inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
     return _drift_open(rows.loc[inside])
-
-
-def refuse_unmapped_changes(plan: Plan) -> None:
-    """Stop before sending a record carried over by its source fingerprint (no payload).
-
-    Such a record is only carried over while the service holds exactly what it maps to, so
-    the diff finds it unchanged. Should anything else have been decided for one (the
-    snapshot changed under the run, an external id now names another account), nothing
-    is sent: the next run, or ``--remap``, maps it.
-    """
-    changes = plan.changes
-    if not len(changes):
-        return
-    sending = changes["action"].isin([str(Action.CREATE), str(Action.UPDATE)])
-    unmapped = changes.loc[sending & changes["payload"].isna()]
-    if len(unmapped):
-        sample = ", ".join(
-            f"{row.account_id}/{row.record_id}" for row in unmapped.head(5).itertuples()
-        )
-        raise SnapshotError(
-            f"{len(unmapped)} record(s) carried over by source fingerprint would be sent without "
-            f"having been mapped ({sample}); the snapshot changed during the run. Run again, "
-            "or with --remap to map every record."
-        )
 
 
 def keep_fingerprints(
@@ -902,4 +790,5 @@ __all__ = [
     "planned",
     "run_sync",
     "sync_batches",
+    "sync_request",
 ]

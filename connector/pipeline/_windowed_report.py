@@ -24,7 +24,7 @@ import pandas as pd
 from connector.contract import Entity
 from connector.errors import PmsSyncError
 from connector.pipeline._run import SyncReport, drift_open_within
-from connector.plan import Plan, extracted_counts
+from connector.plan import Plan, WaitingForUnit, extracted_counts
 from connector.push import OUTCOMES, PushResult
 from connector.records import DateWindow, MappedRecords, status_findings
 
@@ -139,9 +139,18 @@ def _plan_within(
         extracted=extracted_counts(Entity.RESERVATION, part),
         window=window,
         units_with_stays=plan.units_with_stays.iloc[0:0],
+        waiting_for_units=_waiting_within(plan, changes),
         tally_by_checkin=None,
         status_findings=status_findings(part.quarantine),
     )
+
+
+def _waiting_within(plan: Plan, changes: pd.DataFrame) -> tuple[WaitingForUnit, ...]:
+    """The plan's reservations waiting for a unit, of this window's changes only."""
+    if not plan.waiting_for_units:
+        return ()
+    keys = set(zip(changes["account_id"], changes["record_id"], strict=True))
+    return tuple(w for w in plan.waiting_for_units if (w.account_id, w.record_id) in keys)
 
 
 def _of_accounts(frame: pd.DataFrame, accounts: Collection[str] | None) -> pd.Series:

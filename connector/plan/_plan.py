@@ -9,7 +9,7 @@ as JSON, and executed by :func:`connector.push.push_plan`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import StrEnum
@@ -20,6 +20,7 @@ import pandas as pd
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.plan._drift import OPTIONAL_REASONS
+from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
 from connector.plan._urgency import URGENCY_CLASSES, UrgencyPolicy
 from connector.records import (
@@ -60,6 +61,9 @@ them, so it is not deactivated or cancelled (shown as ``held``)."""
 SKIP_REASON_QUARANTINED = "quarantined"
 """A known record whose rows are in the export but invalid: the service keeps its last
 acknowledged version (counted under ``quarantined``, not as missing)."""
+REASON_POSSIBLY_STORED_GONE = "possibly_stored_gone"
+"""A record whose answer was lost (the service may hold it), gone from the export: retired
+like an acknowledged record (connector.snapshot's diff)."""
 HELD_REASONS: frozenset[str] = frozenset(
     {SKIP_REASON_DEAD_LETTERED, SKIP_REASON_UPCOMING_STAYS, SKIP_REASON_UNIDENTIFIED_ROWS}
 )
@@ -179,6 +183,16 @@ class Plan:
     # quarantined, not sent as live stays; ``status_fix`` says what to write in the mapping.
     status_findings: list[StatusFinding] = field(default_factory=list)
     status_fix: str | None = None
+    # Property status changes (PUT /properties/{id}): offboarding and reactivation, held
+    # ones included (connector.accounts decides them).
+    properties: tuple[PropertyEffect, ...] = ()
+    update_sub_units: bool = True
+    # Work held until an approval releases it (the guard's kinds of change, units and
+    # properties guests still stay in), each with its reason and approval.
+    awaiting_approval: tuple[HeldWork, ...] = ()
+    # Reservations whose unit the service does not hold (refused before): held back by the
+    # push unless the unit is acknowledged first (connector.push's parent-failure holdback).
+    waiting_for_units: tuple[WaitingForUnit, ...] = ()
 
     @property
     def status_error(self) -> str | None:
@@ -245,6 +259,99 @@ class Plan:
     def request_count(self) -> int:
         return len(self.changes)
 
+    def held_kinds(self, approved: Collection[Approval] = ()) -> frozenset[tuple[str, str, str]]:
+        """(account, entity, action) of the record changes the guard holds, unless the
+        mass-change approval is given. Units with stays are not among ``changes`` at all:
+        the stays rule holds them one by one when the plan is made."""
+        if Approval.MASS_CHANGE in approved:
+            return frozenset()
+        return frozenset(
+            (item.account_id, item.entity, item.action)
+            for item in self.awaiting_approval
+            if item.approval == Approval.MASS_CHANGE and item.entity != "property"
+        )
+
+    def released(self, approved: Collection[Approval]) -> Plan:
+        """The plan with the mass-change holds released when that approval is given (units
+        and properties with stays are decided when the plan is made: their approval is a
+        planning option)."""
+        if Approval.MASS_CHANGE not in approved:
+            return self
+        kept = tuple(h for h in self.awaiting_approval if h.approval != Approval.MASS_CHANGE)
+        return replace(self, awaiting_approval=kept)
+
+    @property
+    def record_requests(self) -> int:
+        """Record changes to send: those of no kind held for an approval."""
+        held = self.held_kinds()
+        if not held or not len(self.changes):
+            return len(self.changes)
+        kinds = zip(
+            self.changes["account_id"].astype(str),
+            self.changes["entity"].astype(str),
+            self.changes["action"].astype(str),
+            strict=True,
+        )
+        return sum(1 for kind in kinds if kind not in held)
+
+    @property
+    def property_requests(self) -> int:
+        """Property status changes to send: neither held for stays nor by the guard."""
+        return sum(1 for change in self.properties if self._property_sent(change))
+
+    def _property_sent(self, change: PropertyEffect) -> bool:
+        """Not held for its stays, nor (an offboarding) by the guard as a mass change."""
+        guarded = (change.account_id, str(Entity.ACCOMMODATION), "deactivate") in self.held_kinds()
+        return not change.held_for_stays and not (change.action == "deactivate" and guarded)
+
+    @property
+    def possibly_stored_retirements(self) -> pd.DataFrame:
+        """Retirements of records whose answer was lost (the service may hold them)."""
+        if not len(self.changes):
+            return self.changes
+        return self.changes.loc[self.changes["reason"] == REASON_POSSIBLY_STORED_GONE]
+
+    def effects_json(self) -> dict[str, Any]:
+        """The effects beyond the counts: property changes, retirements of possibly stored
+        records and the work held awaiting an approval."""
+        retired = self.possibly_stored_retirements
+        return {
+            "requests_to_send": {
+                "records": self.record_requests,
+                "properties": self.property_requests,
+            },
+            "properties": [change.to_json_dict() for change in self.properties],
+            "property_requests": self.property_requests,
+            "update_sub_units": self.update_sub_units,
+            "possibly_stored_retirements": [
+                {"entity": str(e), "account_id": str(a), "record_id": str(r), "action": str(c)}
+                for e, a, r, c in zip(
+                    retired["entity"],
+                    retired["account_id"],
+                    retired["record_id"],
+                    retired["action"],
+                    strict=True,
+                )
+            ],
+            "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
+            "waiting_for_units": [item.to_json_dict() for item in self.waiting_for_units],
+        }
+
+    def effects_lines(self) -> list[str]:
+        """The same, one line each, for a person."""
+        lines = [
+            change.describe() + ("" if self._property_sent(change) else ": held (below)")
+            for change in self.properties
+        ]
+        lines += [
+            f"retire     {r.entity} {r.account_id}/{r.record_id} ({r.action}: its answer was "
+            "lost, the service may hold it)"
+            for r in self.possibly_stored_retirements.itertuples(index=False)
+        ]
+        lines += [f"held       {item.describe()}" for item in self.awaiting_approval]
+        lines += [item.describe() for item in self.waiting_for_units]
+        return lines
+
     @property
     def by_urgency(self) -> dict[str, int]:
         """Requests to send per delivery class (``connector.plan.URGENCY_CLASSES``)."""
@@ -293,6 +400,7 @@ class Plan:
             "cancellation_like_statuses": [item.to_json_dict() for item in self.status_findings],
             "status_error": self.status_error,
             "units_with_stays": self.units_with_stays_json(),
+            **self.effects_json(),
             "unusable": self.unusable,
             "entities": list(self.entities),
             "requests": self.request_count,

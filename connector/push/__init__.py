@@ -5,12 +5,15 @@ reservations whose unit is not at the service, commits the answers on one writer
 thread (the recorder) and closes reconciliation passes.
 """
 
+from connector.push._holdback import HeldRecord, expected_holdback
 from connector.push._push import (
     OUTCOMES,
+    Disagreement,
     Outcome,
     ProgressCallback,
     PushOptions,
     PushResult,
+    RecordProblem,
     answer_contradictions,
     push_plan,
     response_disagreement,
@@ -22,11 +25,15 @@ from connector.push._reconciliation import (
 
 __all__ = [
     "OUTCOMES",
+    "Disagreement",
+    "HeldRecord",
     "Outcome",
     "ProgressCallback",
     "PushOptions",
     "PushResult",
+    "RecordProblem",
     "answer_contradictions",
+    "expected_holdback",
     "finish_passes",
     "open_passes",
     "push_plan",

@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from connector.contract import Entity
 from connector.snapshot import SnapshotStore
 
@@ -86,3 +88,27 @@ def held_record(
         unit_ids=units,
         reason=f"held back: {reason}; sent once the unit is acknowledged",
     )
+
+
+def expected_holdback(changes: pd.DataFrame, snapshot: SnapshotStore) -> list[HeldRecord]:
+    """The reservations among ``changes`` that reference a unit refused in an earlier run and
+    never acknowledged: the push holds them back unless its unit phase has the unit
+    acknowledged first (a plan lists them; the push decides)."""
+    trouble = UnitTrouble.from_snapshot(snapshot)
+    if not trouble.reasons or not len(changes):
+        return []
+    rows = changes.loc[(changes["entity"] == str(Entity.RESERVATION)) & changes["payload"].notna()]
+    found: list[HeldRecord] = []
+    for row in rows.itertuples(index=False):
+        reason = trouble.reason_for(str(row.account_id), str(row.payload))
+        if reason is not None:
+            found.append(
+                held_record(
+                    str(row.entity),
+                    str(row.account_id),
+                    str(row.record_id),
+                    str(row.action),
+                    reason,
+                )
+            )
+    return found

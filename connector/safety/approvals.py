@@ -9,66 +9,16 @@ Each risk has its own approval, so approving one never approves the other:
   that guests still stay in (spec §3, rule 1).
 
 A run that holds anything is ``blocked`` (exit 5): completed, work held awaiting an approval.
+The values (``Approval``, ``HeldWork``) are the plan's (``connector.plan``): a plan lists the
+work it holds, and ``apply`` of a plan file releases what its approvals allow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
 
-from connector.plan import Plan
+from connector.plan import Approval, HeldWork, Plan
 from connector.safety.guard import GuardVerdict
-
-
-class Approval(StrEnum):
-    MASS_CHANGE = "mass_change"
-    DEACTIVATION_WITH_STAYS = "deactivation_with_stays"
-
-    @property
-    def flag(self) -> str:
-        """The CLI flag (``sync``; ``apply`` takes ``--allow-mass-change`` too)."""
-        return f"--allow-{self.value.replace('_', '-')}"
-
-    @property
-    def run_config(self) -> str:
-        """The Dagster run config that gives it for one run."""
-        return f"resources.sync_checks.config.allow_{self.value}: true"
-
-
-_NOUN = {"deactivate": "deactivation", "cancel": "cancellation"}
-
-
-@dataclass(frozen=True)
-class HeldWork:
-    """Changes of one account and entity (``property``: its one status change) not sent."""
-
-    account_id: str
-    entity: str  # accommodation, reservation or property
-    action: str  # deactivate or cancel
-    records: int  # changes held back this run
-    reason: str
-    approval: Approval
-
-    def describe(self, dagster: bool = False) -> str:
-        how = self.approval.run_config if dagster else self.approval.flag
-        return (
-            f"account {self.account_id!r}: {self.records} {self.entity} "
-            f"{_NOUN.get(self.action, self.action)}(s) held, {self.reason} (approve with {how})"
-        )
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "account_id": self.account_id,
-            "entity": self.entity,
-            "action": self.action,
-            "records": self.records,
-            "reason": self.reason,
-            "approval": str(self.approval),
-            "flag": self.approval.flag,
-            "dagster_run_config": self.approval.run_config,
-        }
 
 
 def held_by_guard(verdict: GuardVerdict, plan: Plan) -> list[HeldWork]:
@@ -129,3 +79,6 @@ def approval_message(held: Sequence[HeldWork], dagster: bool = False) -> str:
         "Approve each risk on its own after checking the export: the mass-change approval "
         "releases volume only, never a unit or property guests still stay in."
     )
+
+
+__all__ = ["Approval", "HeldWork", "approval_message", "held_by_guard", "held_for_stays"]

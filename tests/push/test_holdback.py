@@ -81,3 +81,28 @@ def test_a_reservation_whose_unit_is_acknowledged_goes_even_when_another_unit_fa
 
     assert report.push.held_back == []
     assert {r["id"] for r in service.records("demo", "reservation")} == {"R1"}
+
+
+def test_the_plan_lists_a_reservation_waiting_for_a_unit_refused_before(
+    service: SandboxHandle, snapshot_file: Path
+) -> None:
+    settings = settings_for(service.base_url, snapshot_file)
+    source = {
+        Entity.ACCOMMODATION: [("demo", unit("U1"))],
+        Entity.RESERVATION: [("demo", reservation("R2", "U2", 6))],
+    }
+    batches = batches_of(source)
+    batches[Entity.ACCOMMODATION] = with_unchecked_record(
+        batches[Entity.ACCOMMODATION], "demo", unit("U2", country="Germany")
+    )
+
+    first = sync_batches(batches, settings)  # U2 refused in this run: the push holds R2
+    second = sync_batches(batches, settings)  # refused before: the plan says R2 waits
+
+    assert first.plan.waiting_for_units == ()
+    [waiting] = second.plan.waiting_for_units
+    assert (waiting.record_id, waiting.unit_ids) == ("R2", ("U2",))
+    assert "refused in an earlier run (HTTP 400" in waiting.reason
+    assert [h.record_id for h in second.push.held_back] == ["R2"]
+    listed = second.plan.to_json_dict()["waiting_for_units"]
+    assert [(w["record_id"], w["unit_ids"]) for w in listed] == [("R2", ["U2"])]
