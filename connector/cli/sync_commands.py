@@ -84,6 +84,8 @@ _snapshot_option = setting_option(
 )
 _wait_option = click.option(
     "--wait",
+    "--lock-timeout",  # the name of the snapshot resource's member
+    "wait",
     type=click.FloatRange(min=0),
     default=0.0,
     show_default=True,

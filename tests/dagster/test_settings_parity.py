@@ -216,3 +216,11 @@ def test_a_flag_is_checked_by_its_settings_validation_and_named(tmp_path: Path) 
 
     assert result.exit_code == 2
     assert "--concurrency" in result.output and "greater than or equal to 1" in result.output
+
+
+@pytest.mark.parametrize("command", ["plan", "sync", "apply"])
+def test_the_lock_wait_is_also_spelled_as_the_snapshot_resources_member(command: str) -> None:
+    options = [p for p in main.commands[command].params if "--wait" in p.opts]
+
+    assert len(options) == 1 and "--lock-timeout" in options[0].opts
+    assert "lock_timeout" in SnapshotResource.model_fields
