@@ -9,37 +9,23 @@ cannot spill. ``PMS_SYNC_MEMORY_LIMIT`` sets it (DuckDB's own syntax: ``1GB``, `
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import duckdb
 
+from connector.config import RunSection
+
 if TYPE_CHECKING:
     from connector.errors import PmsSyncError
 
-MEMORY_LIMIT_VARIABLE = "PMS_SYNC_MEMORY_LIMIT"
-DEFAULT_MEMORY_LIMIT = "1GB"
-"""Lower limits trade time for memory (at 1M, 400 MB: a first run 3 s slower for 0.3 GB less;
-docs/decisions.md, "Source fingerprints")."""
-
-_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|KIB|MB|MIB|GB|GIB|TB|TIB)\s*$", re.IGNORECASE)
+MEMORY_LIMIT_VARIABLE = RunSection.variable("memory_limit")
 
 
 def memory_limit() -> str:
     """The limit every DuckDB connection of a run gets (``PMS_SYNC_MEMORY_LIMIT``, else 1GB)."""
-    from connector.errors import ConfigError
-
-    value = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
-    if not value:
-        return DEFAULT_MEMORY_LIMIT
-    if not _SIZE.match(value):
-        raise ConfigError(
-            f"{MEMORY_LIMIT_VARIABLE} must be a size such as 1GB or 800MB, got {value!r}"
-        )
-    return value
+    return RunSection.read().memory_limit
 
 
 def open_duckdb(

@@ -7,15 +7,15 @@ files (value lists, samples) next to its mapping without them being taken for co
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from connector.config import InputSection
 from connector.errors import ConfigError
 
-MAPPINGS_DIR_VARIABLE = "PMS_SYNC_MAPPINGS_DIR"
+MAPPINGS_DIR_VARIABLE = InputSection.variable("mappings_dir")
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class Connection:
 
 def mappings_dir(default: Path) -> Path:
     """The folder of mapping files: ``$PMS_SYNC_MAPPINGS_DIR``, else ``default``."""
-    configured = os.environ.get(MAPPINGS_DIR_VARIABLE)
-    return Path(configured).expanduser().resolve() if configured else default
+    configured = InputSection.read().mappings_dir
+    return configured.expanduser().resolve() if configured else default
 
 
 def mapping_files(folder: Path) -> list[Path]:

@@ -14,20 +14,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from connector.accounts import TOKEN_CACHE_FILE, OpenApiSettings, PropertyPolicy
-from connector.client import DEFAULT_BASE_URL, DEFAULT_MAX_DURATION_S, AccountTokens
+from connector.client import AccountTokens
+from connector.config import (
+    DEFAULT_BASE_URL,
+    OpenApiSection,
+    RunSection,
+    Section,
+    ServiceSection,
+)
 from connector.errors import ConfigError
-from connector.plan import DEFAULT_HORIZON_DAYS, Budget, UrgencyPolicy
+from connector.plan import Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
 from connector.secrets import checked_secret
 from connector.settings import (
     SyncSettings,
-    flag_setting,
     load_settings,
     load_tokens_file,
     open_api_settings,
@@ -54,20 +61,24 @@ class OpenApiResource(dg.ConfigurableResource):
     """The Open API client of the connections (OAuth2 client credentials): accounts found by
     external id, their tokens kept valid, property status. Give the secret as an EnvVar."""
 
-    client_id: str | None = Field(default=None, description="Open API client id.")
+    client_id: str | None = Field(
+        default=OpenApiSection.default("client_id"), description="Open API client id."
+    )
     client_secret: str | None = Field(
         default=None, description="Open API client secret (use an EnvVar: never shown)."
     )
     base_url: str | None = Field(
-        default=None, description="Open API base URL; empty: the service's base URL."
+        default=OpenApiSection.default("base_url"),
+        description="Open API base URL; empty: the service's base URL.",
     )
     offboard_properties: bool = Field(
-        default=True,
+        default=OpenApiSection.default("offboard_properties"),
         description="Deactivate the property of an account gone from a full export (PUT "
         "/properties/{id}, guarded) and reactivate it when it comes back.",
     )
     update_sub_units: bool = Field(
-        default=True, description="updateSubUnits of property status changes."
+        default=OpenApiSection.default("update_sub_units"),
+        description="updateSubUnits of property status changes.",
     )
 
     def settings(self, service_base_url: str, snapshot_path: str) -> OpenApiSettings | None:
@@ -89,7 +100,9 @@ class OpenApiResource(dg.ConfigurableResource):
 class ServiceResource(dg.ConfigurableResource):
     """The guest-experience service: base URL, credentials per account, pace and patience."""
 
-    base_url: str = Field(default=DEFAULT_BASE_URL, description="Service base URL.")
+    base_url: str = Field(
+        default=ServiceSection.default("base_url"), description="Service base URL."
+    )
     token: str | None = Field(
         default=None,
         description="Sync-webhook token for every account without its own (use an EnvVar).",
@@ -104,12 +117,15 @@ class ServiceResource(dg.ConfigurableResource):
     tokens_file: str | None = Field(
         default=None, description="YAML/JSON file of {accountId: token}, read at run time."
     )
-    concurrency: int = Field(default=16, description="Requests in flight at once.")
+    concurrency: int = Field(
+        default=ServiceSection.default("concurrency"), description="Requests in flight at once."
+    )
     rate_limit: float | None = Field(
-        default=None, description="Requests per second over all accounts; empty: unlimited."
+        default=ServiceSection.default("rate_limit"),
+        description="Requests per second over all accounts; empty: unlimited.",
     )
     rate_limits: str | None = Field(
-        default=None,
+        default=ServiceSection.default("rate_limits"),
         description=(
             "Windows per token, e.g. '15/s,120/min,5000/h', or 'off'. Empty: the documented "
             "limits for a remote service, none for the local sandbox (docs/rate-limits.md)."
@@ -120,26 +136,29 @@ class ServiceResource(dg.ConfigurableResource):
         description="Budget: changes sent per sync step, most urgent first; the rest wait.",
     )
     max_duration_s: float | None = Field(
-        default=DEFAULT_MAX_DURATION_S,
+        default=RunSection.default("max_duration"),
         description="The deadline of a sync step, seconds (default 6 h): the push then stops, "
         "the answered changes committed, the rest pending for the next run; a 429 whose "
         "Retry-After reaches past it postpones the account. 0 or empty: no deadline.",
     )
     urgent_days: int = Field(
-        default=DEFAULT_HORIZON_DAYS,
+        default=RunSection.default("urgent_days"),
         description="Arrivals within this many days are sent first (urgency class upcoming).",
     )
     max_attempts: int = Field(
-        default=5, description="Attempts per record for transient faults (first one included)."
+        default=ServiceSection.default("max_attempts"),
+        description="Attempts per record for transient faults (first one included).",
     )
-    timeout: float = Field(default=30.0, description="Read timeout per request, seconds.")
+    timeout: float = Field(
+        default=ServiceSection.default("timeout"), description="Read timeout per request, seconds."
+    )
     open_api: OpenApiResource | None = Field(
         default=None,
         description="The Open API client (also the top-level resource `open_api`); none: every "
         "account's token is given (token, tokens_file, account_token_env).",
     )
     refresh: str | None = Field(
-        default=None,
+        default=RunSection.default("refresh"),
         description=(
             "Rolling refresh: share of the acknowledged, unchanged records re-sent per sync "
             "step after the real changes, e.g. '7d' (every record within 7 runs), '15%', "
@@ -224,7 +243,7 @@ class SnapshotResource(dg.ConfigurableResource):
     a PostgreSQL database (writers of different connections and accounts at once)."""
 
     path: str = Field(
-        default=str(Path(STATE_DIR_NAME) / "snapshot.duckdb"),
+        default=RunSection.default("snapshot"),
         description=(
             "Snapshot: a DuckDB file, or a PostgreSQL URL postgresql://user@host:5432/db "
             "(password from PGPASSWORD or ~/.pgpass; see docs/deploy.md)."
@@ -258,7 +277,7 @@ class SyncChecksResource(dg.ConfigurableResource):
     """Thresholds of the asset checks that guard a push."""
 
     max_quarantine_share: float = Field(
-        default=0.01,
+        default=RunSection.default("max_quarantine_share"),
         description="Largest share of quarantined rows (0.01 = 1 %) that still lets a push run.",
     )
     allow_mass_change: bool = Field(
@@ -305,43 +324,29 @@ class SyncChecksResource(dg.ConfigurableResource):
         )
 
 
-def _env_or(name: str, default: str | None) -> str | dg.EnvVar | None:
-    # Credentials: an EnvVar keeps the value out of the UI; it is used only when the variable
-    # is set, so the embedded default works on a fresh checkout with no environment at all.
-    return dg.EnvVar(name) if os.environ.get(name) else default
-
-
 def default_resources(state_dir: Path | None = None) -> dict[str, object]:
-    """The embedded defaults, overridable through PMS_SYNC_* environment variables.
+    """The embedded defaults, overridden by the ``PMS_SYNC_*`` variables of the members that
+    project a setting (connector.config: each setting's ``dagster`` member).
 
     ``state_dir`` holds the snapshot and the step outputs (default ``./.pms-sync``).
     """
     state_dir = state_dir if state_dir is not None else Path(STATE_DIR_NAME).resolve()
-    rate = os.environ.get("PMS_SYNC_RATE_LIMIT")
-    share = os.environ.get("PMS_SYNC_MAX_QUARANTINE_SHARE")
-    base_url = os.environ.get("PMS_SYNC_BASE_URL") or DEFAULT_BASE_URL
-    open_api = default_open_api(base_url)
+    service = ServiceSection.read()
+    run = RunSection.read()
+    open_api = default_open_api(service.base_url)
     # The demo token serves the local sandbox only: with an Open API client configured, the
     # accounts' tokens are discovered, and a fixed token would win over them.
-    fallback_token = SANDBOX_TOKEN if base_url == DEFAULT_BASE_URL else None
+    fallback_token = SANDBOX_TOKEN if service.base_url == DEFAULT_BASE_URL else None
+    members = _projected("service", service, run)
+    members.setdefault("token", fallback_token)
+    snapshot = _projected("snapshot", run)
+    snapshot.setdefault("path", str(state_dir / "snapshot.duckdb"))
     return {
         "open_api": open_api,
-        "service": ServiceResource(
-            base_url=base_url,
-            token=_env_or("PMS_SYNC_TOKEN", fallback_token),
-            open_api=open_api,
-            tokens_file=_env_or("PMS_SYNC_TOKENS_FILE", None),
-            concurrency=int(os.environ.get("PMS_SYNC_CONCURRENCY") or 16),
-            rate_limit=float(rate) if rate else None,
-            rate_limits=_env_or("PMS_SYNC_RATE_LIMITS", None),
-            urgent_days=int(os.environ.get("PMS_SYNC_URGENT_DAYS") or DEFAULT_HORIZON_DAYS),
-            refresh=os.environ.get("PMS_SYNC_REFRESH") or None,
-        ),
-        "snapshot": SnapshotResource(
-            path=os.environ.get("PMS_SYNC_SNAPSHOT") or str(state_dir / "snapshot.duckdb")
-        ),
+        "service": ServiceResource(open_api=open_api, **members),
+        "snapshot": SnapshotResource(**snapshot),
         "sources": SourcesResource(),
-        "sync_checks": SyncChecksResource(max_quarantine_share=float(share) if share else 0.01),
+        "sync_checks": SyncChecksResource(**_projected("sync_checks", run)),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state_dir / "dagster-io")),
     }
 
@@ -349,24 +354,34 @@ def default_resources(state_dir: Path | None = None) -> dict[str, object]:
 def default_open_api(base_url: str) -> OpenApiResource:
     """The Open API client from PMS_SYNC_CLIENT_ID / PMS_SYNC_CLIENT_SECRET (EnvVars, never
     shown), else the local sandbox's published demo client, else none configured."""
-    # The CLI's parser: a value it refuses ("disabled") is a configuration error here too.
-    offboard = flag_setting(os.environ, "PMS_SYNC_OFFBOARD_PROPERTIES", True)
-    update_sub_units = flag_setting(os.environ, "PMS_SYNC_UPDATE_SUB_UNITS", True)
-    if os.environ.get("PMS_SYNC_CLIENT_ID"):
-        return OpenApiResource(
-            client_id=dg.EnvVar("PMS_SYNC_CLIENT_ID"),
-            client_secret=_env_or("PMS_SYNC_CLIENT_SECRET", None),
-            base_url=os.environ.get("PMS_SYNC_OPENAPI_URL") or None,
-            offboard_properties=offboard,
-            update_sub_units=update_sub_units,
-        )
-    client_id, secret = SANDBOX_CLIENT if base_url == DEFAULT_BASE_URL else (None, None)
-    return OpenApiResource(
-        client_id=client_id,
-        client_secret=secret,
-        offboard_properties=offboard,
-        update_sub_units=update_sub_units,
-    )
+    section = OpenApiSection.read()
+    members = _projected("open_api", section)
+    if section.client_id is None and base_url == DEFAULT_BASE_URL:
+        members["client_id"], members["client_secret"] = SANDBOX_CLIENT
+    return OpenApiResource(**members)
+
+
+def _projected(resource: str, *sections: Section) -> dict[str, Any]:
+    """The members of ``resource`` whose setting is set in the environment, by name.
+
+    Credentials are passed as EnvVars, so the UI shows their names only; the embedded
+    defaults stay when a variable is unset, so a fresh checkout works with no environment.
+    """
+    members: dict[str, Any] = {}
+    for section in sections:
+        for field in section.model_fields_set:
+            target = type(section).dagster(field)
+            if target is None or not target.startswith(f"{resource}."):
+                continue
+            value = getattr(section, field)
+            if type(section).is_secret(field) or type(section).is_credential(field):
+                value = dg.EnvVar(type(section).variable(field))
+            elif value == "none":
+                continue  # no Dagster member says "no cap": the resource's default applies
+            elif isinstance(value, Path):
+                value = str(value)
+            members[target.partition(".")[2]] = value
+    return members
 
 
 class SourcesResource(dg.ConfigurableResource):

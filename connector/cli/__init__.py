@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -21,9 +20,11 @@ from connector.cli import (
     webhook_commands,
 )
 from connector.cli.masked_output import mask_standard_streams
+from connector.config import CliSection
+from connector.errors import ConfigError
 from connector.secrets import mask_text
 
-DEBUG_VARIABLE = "PMS_SYNC_DEBUG"
+DEBUG_VARIABLE = CliSection.variable("debug")
 """Set to 1 to see the (masked) traceback of an unexpected error on stderr."""
 
 
@@ -70,7 +71,10 @@ def _unexpected(error: Exception, as_json: bool) -> NoReturn:
     # A command that printed its document before failing keeps that one document.
     if as_json and not getattr(sys.stdout, "written", False):
         click.echo(sync_commands.json_error(message, sync_commands.EXIT_ERROR))
-    debug = os.environ.get(DEBUG_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    try:
+        debug = CliSection.read().debug
+    except ConfigError:
+        debug = False  # the unexpected error is the one to report
     if debug:
         text = "".join(traceback.format_exception(error))
         click.echo(mask_text(text), err=True, nl=False)

@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 import click
 
 from connector.accounts import OpenApiSettings
+from connector.cli.setting_options import setting_option
 from connector.client import OpenApiClient
+from connector.config import OpenApiSection, RunSection, ServiceSection
 from connector.contract import Account
 from connector.errors import AuthenticationError, ConfigError, PmsSyncError
 from connector.secrets import MASK, mask_text, register_secret
@@ -34,8 +36,8 @@ EXIT_AUTHENTICATION = 4
 F = TypeVar("F", bound=Callable[..., Any])
 
 NO_CLIENT = (
-    "no Open API client is configured: set PMS_SYNC_CLIENT_ID and PMS_SYNC_CLIENT_SECRET "
-    "(or pass --client-id and --client-secret)"
+    f"no Open API client is configured: set {OpenApiSection.variable('client_id')} and "
+    f"{OpenApiSection.variable('client_secret')} (or pass --client-id and --client-secret)"
 )
 
 
@@ -43,23 +45,21 @@ def open_api_options(command: F) -> F:
     """``--client-id``, ``--client-secret`` and ``--openapi-url`` (values reach
     ``load_settings`` as ``client_id``, ``client_secret``, ``openapi_url``)."""
     options = [
-        click.option(
-            "--client-id",
+        setting_option(
+            OpenApiSection,
+            "client_id",
             metavar="ID",
             help="Open API client id: accounts found by external id, their tokens, property "
-            "status [env PMS_SYNC_CLIENT_ID].",
+            "status.",
         ),
-        click.option(
-            "--client-secret",
+        setting_option(
+            OpenApiSection,
+            "client_secret",
             metavar="SECRET",
             help="Open API client secret, never printed; prefer the variable, a command line is "
-            "visible to other users of the machine [env PMS_SYNC_CLIENT_SECRET].",
+            "visible to other users of the machine.",
         ),
-        click.option(
-            "--openapi-url",
-            metavar="URL",
-            help="Open API base URL [env PMS_SYNC_OPENAPI_URL; default: the service base URL].",
-        ),
+        setting_option(OpenApiSection, "base_url", metavar="URL", help="Open API base URL."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -71,17 +71,13 @@ def service_options(command: F) -> F:
     the service and keeps state in the snapshot takes. Their values are ``load_settings``'s
     keyword arguments of the same names, so a command passes them on as ``**service``."""
     options = [
-        click.option(
-            "--base-url",
-            metavar="URL",
-            help="The service [env PMS_SYNC_BASE_URL; default the local sandbox "
-            "http://127.0.0.1:8765].",
-        ),
-        click.option(
-            "--snapshot",
+        setting_option(ServiceSection, "base_url", metavar="URL", help="The service."),
+        setting_option(
+            RunSection,
+            "snapshot",
             metavar="FILE|URL",
             help="Snapshot: a DuckDB file or a postgresql:// URL; the Open API token cache lies "
-            "beside a file [env PMS_SYNC_SNAPSHOT; default .pms-sync/snapshot.duckdb].",
+            "beside a file.",
         ),
     ]
     for option in reversed(options):

@@ -18,12 +18,14 @@ from typing import Any
 import click
 
 from connector.cli.account_commands import service_options
+from connector.cli.setting_options import setting_option
 from connector.cli.sync_commands import (
     EXIT_AUTHENTICATION,
     EXIT_INCOMPLETE,
     EXIT_OK,
     _errors_to_exit,
 )
+from connector.config import ServiceSection
 from connector.links import LinksReport
 from connector.plan import Budget, backlog_table
 from connector.settings import load_settings
@@ -68,11 +70,13 @@ def exit_code(report: LinksReport) -> int:
     metavar="SECONDS",
     help="Start no link request after this many seconds; the rest wait for the next run.",
 )
-@click.option(
-    "--rate-limits",
+@setting_option(
+    ServiceSection,
+    "rate_limits",
     metavar="LIMITS",
-    help="Open API windows, e.g. 15/s,120/min,5000/h, or off [env PMS_SYNC_RATE_LIMITS; "
-    "default: the documented ones for a remote service, those the service announces locally].",
+    help="Open API windows, e.g. 15/s,120/min,5000/h, or off; by default the documented ones "
+    "for a remote service, those the service announces locally.",
+    show_default=False,
 )
 def links_command(
     mapping: Path,

@@ -17,11 +17,14 @@ from pathlib import Path
 
 import click
 
+from connector.cli.setting_options import setting_option
+from connector.config import ReceiverSection, RunSection
 from connector.errors import PmsSyncError
-from connector.events import DEFAULT_PORT, DEFAULT_SECRET_HEADER, receiver_settings, serve_forever
+from connector.events import receiver_settings, serve_forever
 from connector.secrets import mask_text
-from connector.settings import DEFAULT_SNAPSHOT
 from connector.snapshot import snapshot_location
+
+SECRET_VARIABLE = ReceiverSection.variable("secret")
 
 
 def register(group: click.Group) -> None:
@@ -30,71 +33,56 @@ def register(group: click.Group) -> None:
 
 
 @click.command("receive")
-@click.option(
-    "--host",
+@setting_option(
+    ReceiverSection,
+    "host",
     metavar="ADDRESS",
-    help="Address to listen on [env PMS_SYNC_RECEIVER_HOST; default 127.0.0.1]; any other "
-    "than loopback needs PMS_SYNC_RECEIVER_SECRET.",
+    help=f"Address to listen on; any other than loopback needs {SECRET_VARIABLE}.",
 )
-@click.option(
-    "--port",
-    type=click.IntRange(min=0, max=65535),
-    help=f"Port; 0: any free port [env PMS_SYNC_RECEIVER_PORT; default {DEFAULT_PORT}].",
-)
-@click.option(
-    "--secret-header",
+@setting_option(ReceiverSection, "port", metavar="PORT", help="Port; 0: any free port.")
+@setting_option(
+    ReceiverSection,
+    "header",
     metavar="NAME",
-    help="Header carrying the secret (its value: env PMS_SYNC_RECEIVER_SECRET, never an "
-    f"option) [env PMS_SYNC_RECEIVER_HEADER; default {DEFAULT_SECRET_HEADER}].",
+    help=f"Header carrying the secret (its value: env {SECRET_VARIABLE}, never an option).",
 )
-@click.option(
-    "--max-body",
-    type=click.IntRange(min=1024),
-    metavar="BYTES",
-    help="Largest body accepted [env PMS_SYNC_RECEIVER_MAX_BODY; default 65536].",
-)
-@click.option(
-    "--events",
-    "store",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Events store (DuckDB) [env PMS_SYNC_EVENTS; default events.duckdb beside the snapshot].",
-)
-@click.option(
+@setting_option(ReceiverSection, "max_body", metavar="BYTES", help="Largest body accepted.")
+@setting_option(ReceiverSection, "events", "--events", "store", help="Events store (DuckDB).")
+@setting_option(
+    ReceiverSection,
+    "allowed_hosts",
     "--allowed-host",
     "allowed_hosts",
     multiple=True,
     metavar="NAME[:PORT]",
     help="A Host name answered besides its own address and loopback (a reverse proxy's or a "
-    "DNS name; any port unless given); repeatable [env PMS_SYNC_RECEIVER_ALLOWED_HOSTS].",
+    "DNS name; any port unless given); repeatable, the variable a comma list.",
 )
-@click.option(
-    "--snapshot",
+@setting_option(
+    RunSection,
+    "snapshot",
     metavar="FILE|URL",
-    help="Snapshot file, whose folder holds the events store by default [env PMS_SYNC_SNAPSHOT].",
+    help="Snapshot file, whose folder holds the events store by default.",
 )
 def receive_command(
     host: str | None,
     port: int | None,
     secret_header: str | None,
     max_body: int | None,
-    store: Path | None,
+    store: str | None,
     allowed_hosts: tuple[str, ...],
     snapshot: str | None,
 ) -> None:
     """Receive the service's outgoing events and store each one once."""
-    import os
-
-    snapshot_path = snapshot_location(
-        snapshot or os.environ.get("PMS_SYNC_SNAPSHOT") or DEFAULT_SNAPSHOT
-    )
     try:
+        snapshot_path = snapshot_location(RunSection.read(given={"snapshot": snapshot}).snapshot)
         settings = receiver_settings(
             snapshot_path=snapshot_path,
             host=host,
             port=port,
             secret_header=secret_header,
             max_body_bytes=max_body,
-            store=store,
+            store=Path(store) if store is not None else None,
             allowed_hosts=allowed_hosts,
         )
         serve_forever(settings)

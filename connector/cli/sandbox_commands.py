@@ -8,9 +8,10 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from connector.cli.setting_options import setting_option
+from connector.config import SandboxSection
 from connector.errors import PmsSyncError
 from connector.sandbox.config import (
-    ADMIN_TOKEN_VARIABLE,
     DEFAULT_DATA_PATH,
     DEFAULT_PORT,
     GeneratedAccounts,
@@ -83,10 +84,10 @@ def _data_folder(_context: click.Context, _parameter: click.Parameter, value: Pa
     show_default=True,
     help="Interface to listen on. Any other than loopback needs --admin-token.",
 )
-@click.option(
-    "--admin-token",
-    envvar=ADMIN_TOKEN_VARIABLE,
-    show_envvar=True,
+@setting_option(
+    SandboxSection,
+    "admin_token",
+    metavar="TOKEN",
     help="Token every /_sandbox/ request must carry (Authorization: Bearer or "
     "X-Sandbox-Admin-Token); overrides admin_token of --config.",
 )
@@ -180,8 +181,9 @@ def sandbox_command(
             config = config.with_generated_accounts(GeneratedAccounts(count=many_accounts))
         if token_lifetime:
             config = config.with_token_lifetime(token_lifetime)
-        if admin_token:
-            config = config.with_admin_token(admin_token)
+        given = SandboxSection.read(given={"admin_token": admin_token}).admin_token
+        if given is not None:
+            config = config.with_admin_token(given.get_secret_value())
         if allowed_hosts:
             config = config.with_allowed_hosts(allowed_hosts)
         overrides = {

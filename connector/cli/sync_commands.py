@@ -25,7 +25,9 @@ from typing import Any
 import click
 
 from connector.cli.account_commands import open_api_options
+from connector.cli.setting_options import setting_option
 from connector.client import STOP_SIGNALS, effective_windows
+from connector.config import OpenApiSection, RunSection, ServiceSection
 from connector.errors import PmsSyncError
 from connector.plan import Force, Plan, backlog, backlog_json, backlog_table
 from connector.push import OUTCOMES
@@ -64,14 +66,16 @@ _mapping_argument = click.argument(
     "mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-_snapshot_option = click.option(
-    "--snapshot",
+_snapshot_option = setting_option(
+    RunSection,
+    "snapshot",
     metavar="FILE|URL",
-    help="Snapshot: a DuckDB file or a postgresql:// URL [env PMS_SYNC_SNAPSHOT; default "
-    ".pms-sync/snapshot.duckdb].",
+    help="Snapshot: a DuckDB file or a postgresql:// URL.",
 )
 _wait_option = click.option(
     "--wait",
+    "--lock-timeout",  # the name of the snapshot resource's member
+    "wait",
     type=click.FloatRange(min=0),
     default=0.0,
     show_default=True,
@@ -110,19 +114,22 @@ _only_option = click.option(
     metavar="ID",
     help="Only these record ids, each re-sent (repeat the option or separate ids by commas).",
 )
-_refresh_option = click.option(
-    "--refresh",
+_refresh_option = setting_option(
+    RunSection,
+    "refresh",
     metavar="SHARE",
     help="Rolling refresh: re-send this share of the acknowledged, unchanged records after the "
     "real changes, oldest acknowledgement first, e.g. 7d (every record within 7 runs), 15%, "
-    "off [env PMS_SYNC_REFRESH; default 7d for a remote service, off for the local sandbox].",
+    "off.",
 )
-_refresh_max_option = click.option(
-    "--refresh-max",
-    type=click.IntRange(min=0),
+_refresh_max_option = setting_option(
+    RunSection,
+    "refresh_max",
     metavar="N",
-    help="Refresh requests per run at most [env PMS_SYNC_REFRESH_MAX; default the hourly "
-    "rate-limit window's limit, 5000 documented].",
+    help="Refresh requests per run at most; none: no cap.",
+)
+_concurrency_option = setting_option(
+    ServiceSection, "concurrency", metavar="N", help="Requests in flight."
 )
 _reconcile_option = click.option(
     "--reconcile",
@@ -151,10 +158,11 @@ _release_units_option = click.option(
 @_reconcile_option
 @_remap_option
 @_account_option
-@click.option(
-    "--base-url",
+@setting_option(
+    ServiceSection,
+    "base_url",
     metavar="URL",
-    help="The service whose defaults apply (refresh, rate limits) [env PMS_SYNC_BASE_URL].",
+    help="The service whose defaults apply (refresh, rate limits).",
 )
 @_snapshot_option
 @_wait_option
@@ -245,45 +253,39 @@ def plan_command(
 @_mapping_argument
 @click.option("--dry-run", is_flag=True, help="Plan and report, send nothing.")
 @_json_option
-@click.option(
-    "--base-url",
-    metavar="URL",
-    help="The service [env PMS_SYNC_BASE_URL; default the local sandbox http://127.0.0.1:8765].",
-)
+@setting_option(ServiceSection, "base_url", metavar="URL", help="The service.")
 @_snapshot_option
 @_wait_option
 @_full_resync_option
 @_only_option
 @_allow_mass_change_option
 @_release_units_option
-@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
-@click.option(
-    "--rate-limit", type=click.FloatRange(min=0, min_open=True), help="Requests per second."
-)
-@click.option(
-    "--rate-limits",
+@_concurrency_option
+@setting_option(ServiceSection, "rate_limit", metavar="N", help="Requests per second.")
+@setting_option(
+    ServiceSection,
+    "rate_limits",
     metavar="LIMITS",
-    help="Windows per token, e.g. 15/s,120/min,5000/h, or off [env PMS_SYNC_RATE_LIMITS; "
-    "default: those for a remote service, off for the local sandbox].",
+    help="Windows per token, e.g. 15/s,120/min,5000/h, or off.",
 )
 @click.option(
     "--max-requests",
     type=click.IntRange(min=0),
     help="Send at most N changes, most urgent first; the rest stay planned for the next run.",
 )
-@click.option(
-    "--max-duration",
+@setting_option(
+    RunSection,
+    "max_duration",
     metavar="SECONDS",
     help="The run's deadline: after this many seconds the push stops (requests in flight "
-    "answered), the rest stays pending for the next run, exit 7; 0 or off: none "
-    "[env PMS_SYNC_MAX_DURATION; default 21600, 6 h].",
+    "answered), the rest stays pending for the next run, exit 7; 0 or off: none.",
 )
 @open_api_options
-@click.option(
+@setting_option(
+    OpenApiSection,
+    "update_sub_units",
     "--update-sub-units/--no-update-sub-units",
-    default=None,
-    help="updateSubUnits of property deactivations and reactivations "
-    "[env PMS_SYNC_UPDATE_SUB_UNITS; default true].",
+    help="updateSubUnits of property deactivations and reactivations.",
 )
 @_refresh_option
 @_refresh_max_option
@@ -418,7 +420,7 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
 @click.command("apply")
 @click.argument("plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_json_option
-@click.option("--base-url", metavar="URL", help="The service [env PMS_SYNC_BASE_URL].")
+@setting_option(ServiceSection, "base_url", metavar="URL", help="The service.")
 @click.option(
     "--snapshot",
     metavar="FILE|URL",
@@ -426,7 +428,7 @@ def _finish(report: Any, settings: SyncSettings, as_json: bool) -> None:
 )
 @_wait_option
 @_allow_mass_change_option
-@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight [16].")
+@_concurrency_option
 @open_api_options
 def apply_command(
     plan_file: Path,

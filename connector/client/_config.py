@@ -12,8 +12,12 @@ from urllib.parse import urlsplit
 
 from connector.client._event_loop import EventLoop, default_event_loop
 from connector.client._limiter import DOCUMENTED_WINDOWS, Window
-
-DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+from connector.config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_READ_TIMEOUT_S,
+)
 
 
 class Transport(StrEnum):
@@ -50,7 +54,7 @@ class RetryPolicy:
     Retry-After is honoured (capped at ``max_retry_after``) and is a floor under the backoff.
     """
 
-    max_attempts: int = 5  # requests per record and run, the first one included
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS  # requests per record and run, the first one included
     base_delay: float = 0.25  # seconds; attempt n waits up to base * 2**(n-1)
     max_delay: float = 20.0
     max_retry_after: float = 60.0
@@ -72,7 +76,7 @@ class ClientConfig:
     )
     transport: Transport = Transport.AIOHTTP
     event_loop: EventLoop = field(default_factory=default_event_loop)  # the push's
-    concurrency: int = 16  # requests in flight at once (and pooled connections)
+    concurrency: int = DEFAULT_CONCURRENCY  # requests in flight at once (and pooled connections)
     rate_limit: float | None = None  # a plain requests-per-second bucket instead of windows
     # Per-token windows (second, minute, hour). None: the documented limits of the real
     # service (15/s, 120/min, 5,000/h) for a remote base URL, none for a loopback one (the
@@ -80,7 +84,7 @@ class ClientConfig:
     # the service announces in X-RateLimit-* headers are adopted either way.
     rate_windows: tuple[Window, ...] | None = None
     connect_timeout: float = 5.0
-    read_timeout: float = 30.0
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # TLS certificates are always verified, except for a base URL named here on purpose (a
     # PMS-side test server with a self-signed certificate). There is no blanket switch.

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from types import FrameType
 from typing import Any, TypeVar
 
+from connector.config import DEFAULT_MAX_DURATION_S
 from connector.errors import RunStopped
 
-DEFAULT_MAX_DURATION_S = 6 * 3600.0
 """The deadline of a run unless configured: a nightly job must not hold the snapshot's lock
 into the next night (docs/decisions.md, "Every run has a deadline")."""
 

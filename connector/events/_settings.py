@@ -1,35 +1,24 @@
 """Settings of the event receiver (``pms-sync receive``): where it listens, the secret header
 that authenticates the service's calls, how large a body may be, and where events are kept.
-
-| setting | variable | default |
-|---|---|---|
-| address | PMS_SYNC_RECEIVER_HOST | 127.0.0.1 (loopback) |
-| port | PMS_SYNC_RECEIVER_PORT | 8766 |
-| secret expected in the header (never printed) | PMS_SYNC_RECEIVER_SECRET | none (loopback only) |
-| header carrying it | PMS_SYNC_RECEIVER_HEADER | X-Receiver-Secret |
-| largest body accepted, bytes | PMS_SYNC_RECEIVER_MAX_BODY | 65536 |
-| events store (DuckDB) | PMS_SYNC_EVENTS | events.duckdb next to the snapshot |
-| Host names answered besides its own address and loopback (comma list) | PMS_SYNC_RECEIVER_ALLOWED_HOSTS | none |
+Their variables and defaults: connector.config's ``ReceiverSection`` (docs/configuration.md).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from connector.config import ReceiverSection
 from connector.errors import ConfigError
 from connector.sandbox.local_guard import AllowedHosts
 from connector.secrets import MASK, checked_secret
 from connector.snapshot import SnapshotLocation, state_dir
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8766
-DEFAULT_SECRET_HEADER = "X-Receiver-Secret"
-DEFAULT_MAX_BODY = 64 * 1024
-"""An event is a reservation's ids and links: a few hundred bytes; 64 KiB leaves room for
-the data points and resources the service may add, and bounds what a stranger can send."""
+DEFAULT_HOST: str = ReceiverSection.default("host")
+DEFAULT_PORT: int = ReceiverSection.default("port")
+DEFAULT_SECRET_HEADER: str = ReceiverSection.default("header")
+DEFAULT_MAX_BODY: int = ReceiverSection.default("max_body")
 EVENTS_FILE = "events.duckdb"
 SECRET_MIN_LENGTH = 16
 
@@ -79,30 +68,27 @@ def receiver_settings(
     allowed_hosts: Iterable[str] = (),
     env: Mapping[str, str] | None = None,
 ) -> ReceiverSettings:
-    """Explicit values, then ``PMS_SYNC_RECEIVER_*`` variables, then defaults. The secret
-    comes from the environment only: a command line is visible to other users."""
-    env = os.environ if env is None else env
-    try:
-        if port is None:  # 0 is a choice: any free port
-            port = int(env.get("PMS_SYNC_RECEIVER_PORT") or DEFAULT_PORT)
-        if max_body_bytes is None:
-            max_body_bytes = int(env.get("PMS_SYNC_RECEIVER_MAX_BODY") or DEFAULT_MAX_BODY)
-    except ValueError as error:
-        raise ConfigError(f"receiver setting: expected an integer ({error})") from None
+    """Explicit values, then ``PMS_SYNC_RECEIVER_*`` variables (``env``; None: the
+    process's), then defaults. The secret comes from the environment only: a command line is
+    visible to other users."""
+    section = ReceiverSection.read(
+        env,
+        {
+            "host": host,
+            "port": port,
+            "header": secret_header,
+            "max_body": max_body_bytes,
+            "events": store,
+        },
+    )
     return ReceiverSettings(
-        store_path=Path(
-            store or env.get("PMS_SYNC_EVENTS") or state_dir(snapshot_path) / EVENTS_FILE
-        ),
-        host=host or env.get("PMS_SYNC_RECEIVER_HOST") or DEFAULT_HOST,
-        port=port,
-        secret=checked_secret(env.get("PMS_SYNC_RECEIVER_SECRET"), "PMS_SYNC_RECEIVER_SECRET")
-        or None,
-        secret_header=secret_header or env.get("PMS_SYNC_RECEIVER_HEADER") or DEFAULT_SECRET_HEADER,
-        max_body_bytes=max_body_bytes,
-        allowed_hosts=AllowedHosts.of(
-            host or env.get("PMS_SYNC_RECEIVER_HOST") or DEFAULT_HOST,
-            [*allowed_hosts, *(env.get("PMS_SYNC_RECEIVER_ALLOWED_HOSTS") or "").split(",")],
-        ).names,
+        store_path=section.events or state_dir(snapshot_path) / EVENTS_FILE,
+        host=section.host,
+        port=section.port,
+        secret=section.secret.get_secret_value() if section.secret is not None else None,
+        secret_header=section.header,
+        max_body_bytes=section.max_body,
+        allowed_hosts=AllowedHosts.of(section.host, [*allowed_hosts, *section.allowed_hosts]).names,
     )
 
 
@@ -110,5 +96,4 @@ def events_store_path(
     snapshot_path: SnapshotLocation, env: Mapping[str, str] | None = None
 ) -> Path:
     """Where the receiver keeps events: ``PMS_SYNC_EVENTS``, else beside the snapshot."""
-    env = os.environ if env is None else env
-    return Path(env.get("PMS_SYNC_EVENTS") or state_dir(snapshot_path) / EVENTS_FILE)
+    return ReceiverSection.read(env).events or state_dir(snapshot_path) / EVENTS_FILE

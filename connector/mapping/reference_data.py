@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pycountry
 
+from connector.config import InputSection
 from connector.private_files import write_private
 
 TRANSLATED_LANGUAGES: tuple[str, ...] = ("de", "fr", "es", "it", "nl", "pt", "pl", "da", "sv")
@@ -238,7 +239,7 @@ def _translations(domain: str) -> list[gettext.NullTranslations]:
     ]
 
 
-CACHE_DIR_VARIABLE = "PMS_SYNC_CACHE_DIR"
+CACHE_DIR_VARIABLE = InputSection.variable("cache_dir")
 """Where the built reference tables are kept between runs; by default ``$XDG_CACHE_HOME/pms-sync``
 (``~/.cache/pms-sync``)."""
 
@@ -286,7 +287,7 @@ def reference_tables() -> dict[str, dict[str, str]]:
 
 def _cache_file() -> Path | None:
     """The cache file for this pycountry release and this module's source, or None."""
-    configured = os.environ.get(CACHE_DIR_VARIABLE)
+    configured = InputSection.read().cache_dir
     if configured is not None:
         if not configured.strip():
             return None  # an empty value turns the cache off

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -29,6 +28,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from connector.canonical import canonical_json, content_hash
+from connector.config import InputSection
 from connector.contract import RESOURCES, Entity
 from connector.mapping.fast_validation import bulk_validator, sure_validator
 from connector.records import (
@@ -48,13 +48,13 @@ NO_UNITS_REASON = "no unit rows: no row of this reservation passes the unitReser
 SUPPORTED_DATES = ("1677-09-22", "2262-04-11")
 """The dates pandas' datetime64[ns] can hold (the plan's check-in/check-out columns)."""
 
-FAST_PATH_ENV = "PMS_SYNC_FAST_PATH"
+FAST_PATH_ENV = InputSection.variable("fast_path")
 """Set to 0 to send every record through the contract model (the slower reference path)."""
 
-SQL_CHECKS_ENV = "PMS_SYNC_SQL_CHECKS"
+SQL_CHECKS_ENV = InputSection.variable("sql_checks")
 """Set to 0 to ignore the contract checks compiled to SQL (every fast record meets the twin)."""
 
-VERIFY_ENV = "PMS_SYNC_VERIFY_FAST_PATH"
+VERIFY_ENV = InputSection.variable("verify_fast_path")
 """When set, every record of the fast path is also run through the contract model and the
 Python canonical form, and any difference raises (the test suite sets it)."""
 
@@ -210,9 +210,10 @@ class RecordValidator:
         self.validate_bulk = bulk_validator(RESOURCES[entity]).validate_json
         self.volatile = tuple(volatile)
         self.hash_in_python = hash_in_python
-        self.verify = bool(os.environ.get(VERIFY_ENV))
-        self.fast_path = os.environ.get(FAST_PATH_ENV, "1") != "0"
-        self.sql_checks = os.environ.get(SQL_CHECKS_ENV, "1") != "0"
+        inputs = InputSection.read()
+        self.verify = inputs.verify_fast_path
+        self.fast_path = inputs.fast_path
+        self.sql_checks = inputs.sql_checks
         self.checked_count = 0  # accepted on the SQL predicates alone
         self.quarantine = _Quarantine(entity)
         self.accepted = CompressedTables()

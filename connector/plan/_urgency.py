@@ -14,14 +14,12 @@ sent first decides whether tomorrow's guests get their check-in links. The order
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
+
+from connector.config import DEFAULT_HORIZON_DAYS
 
 URGENCY_CLASSES: tuple[str, ...] = ("unit", "upcoming", "future", "past")
 """Delivery classes in the order they are sent."""
-
-DEFAULT_HORIZON_DAYS = 14
 
 
 @dataclass(frozen=True)
@@ -34,14 +32,3 @@ class UrgencyPolicy:
     def __post_init__(self) -> None:
         if self.horizon_days < 0:
             raise ValueError(f"the urgency horizon must be 0 days or more, got {self.horizon_days}")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> UrgencyPolicy:
-        """``PMS_SYNC_URGENT_DAYS`` (default 14) and ``PMS_SYNC_URGENT_CANCELLATIONS`` (1)."""
-        env = os.environ if env is None else env
-        days = env.get("PMS_SYNC_URGENT_DAYS")
-        cancellations = env.get("PMS_SYNC_URGENT_CANCELLATIONS", "1").strip().lower()
-        return cls(
-            horizon_days=int(days) if days else DEFAULT_HORIZON_DAYS,
-            cancellations_urgent=cancellations not in ("0", "false", "no"),
-        )

@@ -37,6 +37,7 @@ from connector.client import (
     run_on,
     save_shared_state,
 )
+from connector.config import DEFAULT_CONCURRENCY
 from connector.contract import Entity, SyncEvent
 from connector.errors import AuthenticationError
 from connector.plan import OPTIONAL_REASONS, RESEND_REASONS, Budget, BudgetGate, Plan, drift_of
@@ -71,7 +72,7 @@ ProgressCallback = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class PushOptions:
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     # The interval is the durability bound; the count only caps a batch. Each commit costs
     # ≈ 5 ms of fixed CPU on the writer thread, on the cores the service and the event loop
     # need: at a few thousand answers a second, 1,000 commits 4 to 5 times less often than 200.

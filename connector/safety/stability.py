@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from connector.errors import ConfigError, ExportIncompleteError
+from connector.config import InputSection
+from connector.errors import ExportIncompleteError
 from connector.sources.files import FileState, resolve_files
 
-SETTLE_VARIABLE = "PMS_SYNC_EXPORT_SETTLE_SECONDS"
+SETTLE_VARIABLE = InputSection.variable("export_settle_seconds")
 """Overrides every mapping's ``safety.export_settle_seconds`` (deployments, tests)."""
 
 
@@ -31,16 +32,8 @@ class ExportFile:
 
 def settle_seconds(configured: float, env: Mapping[str, str] | None = None) -> float:
     """The mapping's interval unless the environment overrides it."""
-    raw = (os.environ if env is None else env).get(SETTLE_VARIABLE)
-    if not raw:
-        return configured
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{SETTLE_VARIABLE} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise ConfigError(f"{SETTLE_VARIABLE} must not be negative, got {raw!r}")
-    return value
+    value = InputSection.read(env).export_settle_seconds
+    return configured if value is None else value
 
 
 def export_files(mapping: object) -> list[ExportFile]:

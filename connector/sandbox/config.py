@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from connector.config import SandboxSection
 from connector.errors import ConfigError
 from connector.sandbox.faults import FaultSettings
 from connector.sandbox.local_guard import AllowedHosts
@@ -35,7 +36,7 @@ DEFAULT_DATA_PATH = Path(".pms-sync/sandbox")
 DEMO_SYNC_TOKEN = "demo-token"
 DEMO_CLIENT_ID = "demo-client"
 DEMO_CLIENT_SECRET = "demo-secret"
-ADMIN_TOKEN_VARIABLE = "PMS_SYNC_SANDBOX_ADMIN_TOKEN"
+ADMIN_TOKEN_VARIABLE = SandboxSection.variable("admin_token")
 ADMIN_TOKEN_MIN_LENGTH = 16
 
 AdminToken = Annotated[

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import yaml
 
+from connector.config import SandboxSection
 from connector.sandbox.config import (
-    ADMIN_TOKEN_VARIABLE,
     DEMO_CLIENT_ID,
     DEMO_CLIENT_SECRET,
     DEMO_SYNC_TOKEN,
@@ -33,7 +33,6 @@ from connector.sandbox.config import (
     load_config,
 )
 from connector.sandbox.server import BackgroundServer, SandboxStartError
-from connector.secrets import checked_secret
 
 LOOPBACK = "127.0.0.1"
 MULTI_CLIENT_ID = "multi-client"
@@ -326,8 +325,9 @@ def _admin_token_of_process(
             return extra_args[index + 1]
         if argument.startswith("--admin-token="):
             return argument.partition("=")[2]
-    if env.get(ADMIN_TOKEN_VARIABLE):
-        return checked_secret(env[ADMIN_TOKEN_VARIABLE], ADMIN_TOKEN_VARIABLE)
+    from_env = SandboxSection.read(env).admin_token
+    if from_env is not None:
+        return from_env.get_secret_value()
     if isinstance(config, str | Path):
         config = load_config(Path(config))
     return config.admin_token if config is not None else None

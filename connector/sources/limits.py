@@ -9,34 +9,40 @@ and its origin, never a reader's internal default.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connector.errors import ConfigError
+from connector.config import InputSection
 
 MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class LimitSpec:
-    """A kind of limit: its mapping option, its environment variable, its built-in default."""
+    """A kind of limit: its mapping option and its setting (connector.config), whose variable
+    gives the default of every input."""
 
     option: str
-    variable: str
-    default: int
+    setting: str  # the field of InputSection
     shown_as: str  # how a value is printed: "{} MiB", "{}:1"
+
+    @property
+    def variable(self) -> str:
+        return InputSection.variable(self.setting)
+
+    @property
+    def default(self) -> int:
+        value: int = InputSection.default(self.setting)
+        return value
 
     def resolve(self, configured: int | None, env: Mapping[str, str] | None = None) -> Limit:
         """The limit in force for an input whose mapping sets ``configured`` (None: unset)."""
         if configured is not None:
             return Limit(self, configured, f"the input's `{self.option}`")
-        raw = (os.environ if env is None else env).get(self.variable, "").strip()
-        if not raw:
+        section = InputSection.read(env)
+        if self.setting not in section.model_fields_set:
             return Limit(self, self.default, "the default")
-        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
-            raise ConfigError(f"{self.variable} must be a whole number of at least 1, got {raw!r}")
-        return Limit(self, int(raw), self.variable)
+        return Limit(self, getattr(section, self.setting), self.variable)
 
 
 @dataclass(frozen=True)
@@ -64,17 +70,13 @@ class Limit:
         )
 
 
-MAX_LINE = LimitSpec("max_line_mb", "PMS_SYNC_CSV_MAX_LINE_MB", 2, "{} MiB")
+MAX_LINE = LimitSpec("max_line_mb", "csv_max_line_mb", "{} MiB")
 """One CSV row (a quoted value's line breaks included), as DuckDB's ``max_line_size``."""
 
-MAX_UNCOMPRESSED = LimitSpec(
-    "max_uncompressed_mb", "PMS_SYNC_XLSX_MAX_UNCOMPRESSED_MB", 1024, "{} MiB"
-)
+MAX_UNCOMPRESSED = LimitSpec("max_uncompressed_mb", "xlsx_max_uncompressed_mb", "{} MiB")
 """Everything an .xlsx archive expands to."""
 
-MAX_COMPRESSION_RATIO = LimitSpec(
-    "max_compression_ratio", "PMS_SYNC_XLSX_MAX_COMPRESSION_RATIO", 100, "{}:1"
-)
+MAX_COMPRESSION_RATIO = LimitSpec("max_compression_ratio", "xlsx_max_compression_ratio", "{}:1")
 """Uncompressed to compressed size of one member of an .xlsx archive (sheets compress ~10:1)."""
 
 
