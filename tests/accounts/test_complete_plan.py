@@ -12,7 +12,6 @@ from typing import Any
 
 from connector.sandbox.faults import Misbehaviour
 from connector.sandbox.testing import SandboxHandle
-from pms_sync.factory import build_definitions
 from pms_sync.resources import SyncChecksResource
 from tests.accounts.chain import (
     ChainExport,
@@ -25,6 +24,7 @@ from tests.accounts.chain import (
     unit,
 )
 from tests.accounts.test_dagster_accounts import materialized, resources
+from tests.dagster.code_location import code_location
 
 ATTEMPTS = 3  # PMS_SYNC_MAX_ATTEMPTS of tests.accounts.chain.pms_sync
 GHOST = f"{hotel(3)}-U99"
@@ -144,7 +144,7 @@ def test_a_dagster_run_of_the_same_shows_the_same_effects(
     export = ChainExport(tmp_path / "mappings" / "chain")
     offboarding_run(chain, tmp_path, export)
     given = resources(chain, tmp_path) | {"sync_checks": SyncChecksResource(allow_mass_change=True)}
-    defs = build_definitions(tmp_path / "mappings", given)
+    defs = code_location(tmp_path / "mappings", given)
 
     result = defs.resolve_job_def("chain_sync").execute_in_process(raise_on_error=False)
 
