@@ -51,7 +51,6 @@ from connector.secrets import (
     register_url_password,
 )
 from connector.snapshot import (
-    DEFAULT_RENEW_MARGIN_S,
     SnapshotLocation,
     snapshot_location,
     state_dir,
@@ -196,7 +195,7 @@ def open_api_settings(
     client_secret: str | None,
     base_url: str,
     token_cache: Path | None,
-    renew_margin_s: float = DEFAULT_RENEW_MARGIN_S,
+    renew_margin_s: float = OpenApiSection.default("renew_margin"),
     names: tuple[str, str] = (
         OpenApiSection.variable("client_id"),
         OpenApiSection.variable("client_secret"),

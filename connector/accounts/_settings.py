@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connector.client import ClientCredentials, normalize_base_url
-from connector.snapshot import DEFAULT_RENEW_MARGIN_S
 
 TOKEN_CACHE_FILE = "openapi-tokens.json"
 """The OAuth2 token cache's name in the state folder (the snapshot's folder)."""
@@ -19,8 +18,8 @@ class OpenApiSettings:
 
     credentials: ClientCredentials
     base_url: str
+    renew_margin_s: float  # renew tokens this long before expiry (open_api.renew_margin)
     token_cache: Path | None = None  # 0600 JSON file shared by the deployment's processes
-    renew_margin_s: float = DEFAULT_RENEW_MARGIN_S  # renew tokens this long before expiry
 
     @property
     def client_id(self) -> str:

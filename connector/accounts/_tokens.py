@@ -63,7 +63,7 @@ class DiscoveredTokens:
         found = self._discovered.get(account_id)
         if found is None:
             return None
-        if found.due(self._clock(), self._margin):
+        if found.due(self._clock(), margin_s=self._margin):
             found = await self._renew(account_id, found.token, refused=False) or found
         return found.token
 
@@ -107,7 +107,7 @@ class DiscoveredTokens:
             found = self._discovered[account_id]
             if found.token != current:
                 return found  # renewed meanwhile by another request of the account
-            if not refused and not found.due(self._clock(), self._margin):
+            if not refused and not found.due(self._clock(), margin_s=self._margin):
                 return found
             renewed = await self.directory.renew(found)
             if renewed is None:

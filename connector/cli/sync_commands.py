@@ -193,7 +193,7 @@ def plan_command(
     openapi_url: str | None,
 ) -> None:
     """Show what `sync` would send for MAPPING, without sending or writing anything."""
-    from connector.pipeline import plan_sync, plan_to_file
+    from connector.pipeline import SyncRequest, plan_request, plan_to_file
 
     with _errors_to_exit(as_json):
         settings = load_settings(
@@ -206,32 +206,24 @@ def plan_command(
             openapi_url=openapi_url,
         )
         settings = replace(settings, lock_timeout=wait)
-        force = _force(full_resync, only)
         if out is not None and accounts:
             raise click.UsageError(
                 "--account plans some accounts of a connection; a plan file (--out) covers the "
                 "whole connection: leave out one of them"
             )
+        request = SyncRequest.of(
+            settings,
+            mapping,
+            force=_force(full_resync, only),
+            release_units_with_stays=release_units,
+            reconcile=reconcile,
+            remap=remap,
+            accounts=_accounts(accounts),
+        )
         if out is None:
-            plan = plan_sync(
-                mapping,
-                settings,
-                force=force,
-                release_units_with_stays=release_units,
-                reconcile=reconcile,
-                remap=remap,
-                accounts=_accounts(accounts),
-            )
+            plan = plan_request(request)
         else:
-            plan, verdict, plan_document = plan_to_file(
-                mapping,
-                settings,
-                out,
-                force=force,
-                release_units_with_stays=release_units,
-                reconcile=reconcile,
-                remap=remap,
-            )
+            plan, verdict, plan_document = plan_to_file(request, out)
     rows = backlog(plan.by_urgency, effective_windows(settings.client))
     code = EXIT_UNUSABLE if plan.unusable else EXIT_OK
     if out is not None:
@@ -319,7 +311,7 @@ def sync_command(
     accounts: tuple[str, ...],
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
-    from connector.pipeline import run_sync
+    from connector.pipeline import SyncRequest, run_request
 
     with _errors_to_exit(as_json):
         settings = load_settings(
@@ -338,19 +330,19 @@ def sync_command(
         )
         budget = replace(settings.push.budget, max_requests=max_requests)
         settings = replace(settings, push=replace(settings.push, budget=budget), lock_timeout=wait)
+        request = SyncRequest.of(
+            settings,
+            mapping,
+            dry_run=dry_run,
+            force=_force(full_resync, only),
+            allow_mass_change=allow_mass_change,
+            release_units_with_stays=release_units,
+            reconcile=reconcile,
+            remap=remap,
+            accounts=_accounts(accounts),
+        )
         with _progress(enabled=not as_json and sys.stdout.isatty()) as on_progress:
-            report = run_sync(
-                mapping,
-                settings,
-                dry_run=dry_run,
-                force=_force(full_resync, only),
-                on_progress=on_progress,
-                allow_mass_change=allow_mass_change,
-                release_units_with_stays=release_units,
-                reconcile=reconcile,
-                remap=remap,
-                accounts=_accounts(accounts),
-            )
+            report = run_request(request, on_progress)
     _finish(report, settings, as_json)
 
 
@@ -443,7 +435,7 @@ def apply_command(
     openapi_url: str | None,
 ) -> None:
     """Send exactly the plan in PLAN_FILE (from `plan --out`); refused if the snapshot changed."""
-    from connector.pipeline import apply_plan_file
+    from connector.pipeline import SyncRequest, apply_plan_file
 
     with _errors_to_exit(as_json):
         settings = load_settings(
@@ -454,9 +446,8 @@ def apply_command(
             openapi_url=openapi_url,
         )
         settings = replace(settings, lock_timeout=wait)
-        report = apply_plan_file(
-            plan_file, settings, allow_mass_change=allow_mass_change, snapshot_path=snapshot
-        )
+        request = SyncRequest.of(settings, allow_mass_change=allow_mass_change)
+        report = apply_plan_file(plan_file, request, snapshot_path=snapshot)
     _finish(report, settings, as_json)
 
 

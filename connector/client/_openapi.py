@@ -32,6 +32,7 @@ from pydantic import BaseModel, RootModel, ValidationError
 from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, open_http
 from connector.client._config import ClientConfig, effective_windows, parse_retry_after
 from connector.client._limiter import RateLimiter, limiter_for
+from connector.config import OpenApiSection
 from connector.contract import (
     AccommodationStatus,
     Account,
@@ -186,7 +187,7 @@ class OpenApiClient:
         credentials: ClientCredentials,
         *,
         cache_path: Path | None = None,
-        renew_margin: float = 60.0,
+        renew_margin: float = OpenApiSection.default("renew_margin"),
         limiter: RateLimiter | None = None,
     ) -> None:
         self.config = config

@@ -1,7 +1,8 @@
 """One sync of one mapping, the one place that composes the stages.
 
-map -> plan -> push -> record the run -> report (``run_sync``, ``plan_sync``,
-``sync_batches``: one ``SyncRequest`` per run, its plan shaped by ``shape_plan``), reviewed
+map -> plan -> push -> record the run -> report (``run_request``, ``plan_request``, and
+``run_sync``, ``plan_sync``, ``sync_batches`` that build the ``SyncRequest`` from keyword
+arguments; the plan shaped by ``shape_plan``), reviewed
 plan files (``plan_to_file``, ``apply_plan_file``), a run's report split by check-in window
 (``report_within``), and the one table of a run's verdict: status word, exit code, Dagster's
 consequence (``VERDICTS``, ``verdict_of``). Used by the CLI and Dagster.
@@ -17,7 +18,9 @@ from connector.pipeline._run import (
     SyncReport,
     keep_fingerprints,
     load_batches,
+    plan_request,
     plan_sync,
+    run_request,
     run_sync,
     sync_batches,
     sync_request,
@@ -54,10 +57,12 @@ __all__ = [
     "apply_plan_file",
     "keep_fingerprints",
     "load_batches",
+    "plan_request",
     "plan_sync",
     "plan_to_file",
     "records_within",
     "report_within",
+    "run_request",
     "run_sync",
     "shape_plan",
     "sync_batches",

@@ -25,15 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from connector.contract import Entity
 from connector.errors import MassChangeError, PlanFileError
 from connector.pipeline._execute import execute_plan
 from connector.pipeline._request import SyncRequest
@@ -50,7 +48,6 @@ from connector.plan import (
 from connector.private_files import open_private
 from connector.records import DateWindow
 from connector.safety.guard import GuardVerdict
-from connector.settings import SyncSettings
 from connector.snapshot import Snapshot, SnapshotStore, snapshot_location
 
 if TYPE_CHECKING:
@@ -115,36 +112,13 @@ def write_plan_file(path: Path, document: dict[str, Any]) -> None:
         handle.write("\n")
 
 
-def plan_to_file(
-    mapping_path: str | Path,
-    settings: SyncSettings,
-    out: Path,
-    *,
-    entities: Collection[Entity] | None = None,
-    window: DateWindow | None = None,
-    force: Force | None = None,
-    today: date | None = None,
-    release_units_with_stays: bool = False,
-    reconcile: bool = False,
-    remap: bool = False,
-) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
-    """Map, shape the complete plan and write the plan file; sends nothing, writes nothing
-    else."""
+def plan_to_file(request: SyncRequest, out: Path) -> tuple[Plan, GuardVerdict, dict[str, Any]]:
+    """Map, shape the complete plan of ``request.mapping`` and write the plan file; sends
+    nothing, writes nothing else."""
     from connector.pipeline._run import planned
 
-    request = SyncRequest(
-        settings,
-        mapping=str(mapping_path),
-        entities=entities,
-        window=window,
-        force=force or Force(),
-        today=today or date.today(),
-        release_units_with_stays=release_units_with_stays,
-        reconcile=reconcile,
-        remap=remap,
-    )
-    with planned(mapping_path, request) as (plan, verdict, snapshot):
-        document = plan_document(plan, snapshot, mapping=str(mapping_path), verdict=verdict)
+    with planned(request.mapping, request) as (plan, verdict, snapshot):
+        document = plan_document(plan, snapshot, mapping=request.mapping, verdict=verdict)
     write_plan_file(out, document)
     return plan, verdict, document
 
@@ -243,13 +217,10 @@ def _digest(document: dict[str, Any]) -> str:
 
 
 def apply_plan_file(
-    path: Path,
-    settings: SyncSettings,
-    *,
-    allow_mass_change: bool = False,
-    snapshot_path: str | Path | None = None,
+    path: Path, request: SyncRequest, *, snapshot_path: str | Path | None = None
 ) -> SyncReport:
-    """Carry out exactly the plan file's plan, property changes included, and record the run.
+    """Carry out exactly the plan file's plan, property changes included, and record the run
+    (``request``: the settings and the approvals; the mapping is the plan file's).
 
     The snapshot is the one named by ``snapshot_path`` (CLI ``--snapshot``), else the one the
     plan was made against. Parent-failure holdback applies as in any push.
@@ -260,14 +231,15 @@ def apply_plan_file(
 
     plan_file = read_plan_file(path)
     started = _now()
-    request = SyncRequest(settings, mapping=plan_file.mapping, allow_mass_change=allow_mass_change)
+    request = replace(request, mapping=plan_file.mapping)
+    settings = request.settings
     location = snapshot_location(snapshot_path or plan_file.snapshot_location)
     stop = RunStop(settings.push.budget.max_duration_s)
     with (
         stop.signals_handled(),
         Snapshot.open(location, lock_timeout=settings.lock_timeout) as snapshot,
     ):
-        check_applicable(plan_file, snapshot, allow=allow_mass_change)
+        check_applicable(plan_file, snapshot, allow=request.allow_mass_change)
         plan = plan_file.plan.released(request.approved)
         # Tokens of accounts without a given one come from the Open API client, if any.
         discovery = AccountDiscovery(settings.open_api, settings.client, snapshot)

@@ -23,7 +23,7 @@ from connector.client import RunStop, Window, effective_windows, ensure_reachabl
 from connector.contract import Entity
 from connector.errors import ConfigError
 from connector.pipeline._execute import execute_plan
-from connector.pipeline._request import SyncRequest, account_scope
+from connector.pipeline._request import SyncRequest
 from connector.pipeline._shape import shape_plan
 from connector.pipeline._verdict import RunConditions, Verdict, verdict_of
 from connector.plan import (
@@ -38,15 +38,13 @@ from connector.plan import (
     backlog,
     backlog_json,
     field_changes,
+    fields_json,
 )
 from connector.push import (
     OUTCOMES,
-    Disagreement,
-    HeldRecord,
     Outcome,
     ProgressCallback,
     PushResult,
-    RecordProblem,
     finish_passes,
     open_passes,
 )
@@ -154,7 +152,7 @@ class SyncReport:
             # The plan's effects beyond the counts, as `plan --json` shows them.
             "planned": self.plan.effects_json(),
             "unusable": self.plan.unusable,
-            "held_back": [_held_back_json(h) for h in self.push.held_back[:_SAMPLE]],
+            "held_back": [fields_json(h) for h in self.push.held_back[:_SAMPLE]],
             "held_back_total": len(self.push.held_back),
             "guard": self.guard.to_json_dict(),
             "awaiting_approval": [item.to_json_dict() for item in self.awaiting_approval],
@@ -168,9 +166,9 @@ class SyncReport:
             "stopped_accounts": {a: str(e) for a, e in sorted(self.push.stopped_accounts.items())},
             "stopped": self.push.stopped,
             "postponed_accounts": dict(sorted(self.push.postponed_accounts.items())),
-            "problems": [_problem_json(p) for p in problems[:_SAMPLE]],
+            "problems": [fields_json(p) for p in problems[:_SAMPLE]],
             "problems_total": len(problems),
-            "disagreements": [_disagreement_json(d) for d in self.push.disagreements[:_SAMPLE]],
+            "disagreements": [fields_json(d) for d in self.push.disagreements[:_SAMPLE]],
             "disagreements_total": len(self.push.disagreements),
             # "skipped" or "already known" answers a lost answer explains: re-sends, not
             # disagreements.
@@ -226,57 +224,8 @@ class SyncReport:
                 }
                 for entity, account in sorted(keys)
             ],
-            "sample": [
-                {
-                    "entity": d.entity,
-                    "account_id": d.account_id,
-                    "record_id": d.record_id,
-                    "action": d.action,
-                    "reason": d.reason,
-                    "kind": d.kind,
-                    "detail": d.detail,
-                    "healed": d.healed,
-                    "request_id": d.request_id,
-                }
-                for d in self.push.drift[:_SAMPLE]
-            ],
+            "sample": [fields_json(d) for d in self.push.drift[:_SAMPLE]],
         }
-
-
-def _held_back_json(h: HeldRecord) -> dict[str, Any]:
-    return {
-        "entity": h.entity,
-        "account_id": h.account_id,
-        "record_id": h.record_id,
-        "action": h.action,
-        "unit_ids": list(h.unit_ids),
-        "reason": h.reason,
-    }
-
-
-def _problem_json(p: RecordProblem) -> dict[str, Any]:
-    return {
-        "entity": p.entity,
-        "account_id": p.account_id,
-        "record_id": p.record_id,
-        "action": p.action,
-        "outcome": str(p.outcome),
-        "http_status": p.http_status,
-        "message": p.message,
-        "request_ids": list(p.request_ids),
-        "attempts": p.attempts,
-    }
-
-
-def _disagreement_json(d: Disagreement) -> dict[str, Any]:
-    return {
-        "entity": d.entity,
-        "account_id": d.account_id,
-        "record_id": d.record_id,
-        "action": d.action,
-        "detail": d.detail,
-        "request_id": d.request_id,
-    }
 
 
 def _drift_counted(counts: Mapping[str, int]) -> bool:
@@ -312,15 +261,7 @@ def load_batches(
 
     if mapping is None:
         mapping = load_mapping(mapping_path)
-
-    for name, path in (input_paths or {}).items():
-        source = mapping.inputs.get(name)
-        if source is None or not hasattr(source, "path"):
-            raise ConfigError(
-                f"input_paths names {name!r}, which is not a file input of {mapping_path} "
-                f"(file inputs: {', '.join(n for n, s in mapping.inputs.items() if hasattr(s, 'path'))})"
-            )
-        mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
+    _read_inputs_from(mapping, mapping_path, input_paths or {})
     check_mapping_exports(mapping)  # an export still being written is never read
     # Read only when some record is mapped: a nightly run with nothing changed maps none.
     validated = partial(validated_payloads, snapshot_path) if snapshot_path is not None else None
@@ -345,6 +286,20 @@ def load_batches(
         {entity: batch.of_accounts(scope) for entity, batch in batches.items()},
         replace(policy, accounts=scope),
     )
+
+
+def _read_inputs_from(
+    mapping: Any, mapping_path: str | Path, input_paths: Mapping[str, str | Path]
+) -> None:
+    """Point the mapping's file inputs named in ``input_paths`` at those files."""
+    for name, path in input_paths.items():
+        source = mapping.inputs.get(name)
+        if source is None or not hasattr(source, "path"):
+            raise ConfigError(
+                f"input_paths names {name!r}, which is not a file input of {mapping_path} "
+                f"(file inputs: {', '.join(n for n, s in mapping.inputs.items() if hasattr(s, 'path'))})"
+            )
+        mapping.inputs[name] = source.model_copy(update={"path": str(Path(path).resolve())})
 
 
 def _load(
@@ -398,34 +353,15 @@ def planned(
         yield plan, verdict, snapshot
 
 
-def plan_sync(
-    mapping_path: str | Path,
-    settings: SyncSettings,
-    *,
-    entities: Collection[Entity] | None = None,
-    window: DateWindow | None = None,
-    force: Force | None = None,
-    today: date | None = None,
-    release_units_with_stays: bool = False,
-    reconcile: bool = False,
-    remap: bool = False,
-    accounts: Collection[str] | None = None,
-) -> Plan:
-    """Map and shape the complete plan without sending anything (``reconcile``: show the
-    reconciliation pass a sync would continue or start; ``remap``: map every record)."""
-    request = SyncRequest(
-        settings,
-        mapping=str(mapping_path),
-        entities=entities,
-        window=window,
-        force=force or Force(),
-        today=today or date.today(),
-        release_units_with_stays=release_units_with_stays,
-        reconcile=reconcile,
-        remap=remap,
-        accounts=account_scope(accounts),
-    )
-    with planned(mapping_path, request) as (plan, _verdict, _snapshot):
+def plan_sync(mapping_path: str | Path, settings: SyncSettings, **options: Any) -> Plan:
+    """``plan_request`` of a ``SyncRequest.of(settings, mapping_path, **options)``."""
+    return plan_request(SyncRequest.of(settings, mapping_path, **options))
+
+
+def plan_request(request: SyncRequest) -> Plan:
+    """Map and shape the complete plan of ``request.mapping`` without sending anything
+    (``reconcile``: show the reconciliation pass a sync would continue or start)."""
+    with planned(request.mapping, request) as (plan, _verdict, _snapshot):
         return plan
 
 
@@ -433,40 +369,21 @@ def run_sync(
     mapping_path: str | Path,
     settings: SyncSettings,
     *,
-    dry_run: bool = False,
-    entities: Collection[Entity] | None = None,
-    window: DateWindow | None = None,
-    force: Force | None = None,
     on_progress: ProgressCallback | None = None,
-    today: date | None = None,
-    allow_mass_change: bool = False,
-    release_units_with_stays: bool = False,
-    reconcile: bool = False,
-    remap: bool = False,
-    accounts: Collection[str] | None = None,
+    **options: Any,
 ) -> SyncReport:
-    """Map, plan, push and record one run of a mapping file (``remap``: map every record,
-    whatever its source fingerprint; ``accounts``: a run of these accounts only)."""
+    """``run_request`` of a ``SyncRequest.of(settings, mapping_path, **options)``."""
+    return run_request(SyncRequest.of(settings, mapping_path, **options), on_progress)
+
+
+def run_request(request: SyncRequest, on_progress: ProgressCallback | None = None) -> SyncReport:
+    """Map, plan, push and record one run of the mapping file ``request.mapping``."""
     started = _now()
-    request = SyncRequest(
-        settings,
-        mapping=str(mapping_path),
-        entities=entities,
-        window=window,
-        force=force or Force(),
-        today=today or date.today(),
-        dry_run=dry_run,
-        allow_mass_change=allow_mass_change,
-        release_units_with_stays=release_units_with_stays,
-        reconcile=reconcile,
-        remap=remap,
-        accounts=account_scope(accounts),
-    )
     # The deadline counts from here, and a signal while mapping ends the run (nothing sent).
-    stop = RunStop(settings.push.budget.max_duration_s)
+    stop = RunStop(request.settings.push.budget.max_duration_s)
     with stop.signals_handled():
-        mapping, request = _with_mapping(mapping_path, request)
-        batches, policy = _load(mapping_path, request, mapping)
+        mapping, request = _with_mapping(request.mapping, request)
+        batches, policy = _load(request.mapping, request, mapping)
         return sync_request(batches, policy, request, stop, on_progress, started)
 
 
@@ -490,43 +407,26 @@ def sync_batches(
     accounts: Collection[str] | None = None,
     stop: RunStop | None = None,
 ) -> SyncReport:
-    """Plan and push records that are already mapped (the mapping engine's output, or built).
-
-    Drift the service's answers reveal is recorded and healed (docs/drift.md): records with
-    open drift are re-sent, ``settings.refresh`` adds the rolling refresh, and ``reconcile``
-    continues (or starts) the connection's full reconciliation pass instead, within the
-    budget; the pass resumes in the next reconciling run.
-
-    The mass-change guard (``guard``, default thresholds when None) withholds the kinds of
-    change over a limit (an account's deactivations or cancellations) unless
-    ``allow_mass_change``; a unit or property that guests still stay in is not deactivated
-    unless ``release_units_with_stays``. Either way the report's status is ``blocked`` and
-    ``report.approval_message()`` says what was held and how to approve. ``by_checkin`` keeps
-    the reservations' counts per check-in day too, so the report can be split by window
-    (``connector.pipeline._windowed_report``).
-
-    ``accounts``: the run covers these accounts of the connection only (``load_batches(accounts=)``
-    kept their records): it locks, reconciles and compares with the guard's baseline within
-    them, so runs of different accounts of one connection proceed together and neither reads
-    the other's accounts as dropped rows.
+    """Plan and push records that are already mapped (the mapping engine's output, or built);
+    the options are ``SyncRequest``'s.
 
     ``stop``: the run's deadline and stop requests (default: from ``settings.push.budget``,
     counted from now). SIGTERM and SIGINT stop the push gracefully (connector/client/_stop.py):
     the report's status is then ``stopped``.
     """
-    request = SyncRequest(
+    request = SyncRequest.of(
         settings,
-        mapping=mapping,
+        mapping,
         window=window,
-        force=force or Force(),
-        today=today or date.today(),
+        force=force,
+        today=today,
         guard=guard,
         dry_run=dry_run,
         allow_mass_change=allow_mass_change,
         release_units_with_stays=release_units_with_stays,
         reconcile=reconcile,
         by_checkin=by_checkin,
-        accounts=account_scope(accounts),
+        accounts=accounts,
     )
     stop = stop or RunStop(settings.push.budget.max_duration_s)
     with stop.signals_handled():
@@ -766,7 +666,7 @@ def lock_scope(
         for keys in (batch.records, batch.quarantine, batch.present_elsewhere, batch.unresolved):
             if "account_id" not in keys:
                 continue
-            # Distinct values first: a nightly run's records are ~all carried (1M at 1M).
+            # Distinct values first: a nightly run's records are nearly all carried over.
             column = keys["account_id"]
             named = {str(value).strip() for value in column.dropna().unique()}
             whole_connection |= "" in named or bool(column.isna().any())
@@ -786,8 +686,10 @@ __all__ = [
     "Outcome",
     "SyncReport",
     "load_batches",
+    "plan_request",
     "plan_sync",
     "planned",
+    "run_request",
     "run_sync",
     "sync_batches",
     "sync_request",

@@ -27,7 +27,13 @@ from connector.plan._drift import (
     RESEND_REASONS,
     drift_of,
 )
-from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
+from connector.plan._effects import (
+    Approval,
+    HeldWork,
+    PropertyEffect,
+    WaitingForUnit,
+    fields_json,
+)
 from connector.plan._plan import (
     ACTIONS,
     CHANGE_COLUMNS,
@@ -87,6 +93,7 @@ __all__ = [
     "drift_of",
     "extracted_counts",
     "field_changes",
+    "fields_json",
     "format_duration",
     "parse_share",
     "record_differences",

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from connector.contract import Entity
+from connector.plan._effects import fields_json
 from connector.secrets import MASK, is_sensitive
 from connector.snapshot import SnapshotStore
 
@@ -34,15 +35,7 @@ class FieldChange:
     new: Any
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "entity": self.entity,
-            "account_id": self.account_id,
-            "record_id": self.record_id,
-            "action": self.action,
-            "field": self.field,
-            "old": self.old,
-            "new": self.new,
-        }
+        return fields_json(self)
 
 
 def flatten(value: Any, prefix: str = "", masked: bool = False) -> Iterator[tuple[str, Any]]:

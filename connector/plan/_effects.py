@@ -8,10 +8,26 @@ the holds; the plan carries them so that it describes everything a run will do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
+
+
+def fields_json(item: Any) -> dict[str, Any]:
+    """A dataclass's fields, in order, as JSON values: tuples as lists, enumerations as their
+    value, dates as ISO text."""
+    return {key: _json_value(value) for key, value in asdict(item).items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
 
 
 class Approval(StrEnum):
@@ -51,13 +67,7 @@ class HeldWork:
         )
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "account_id": self.account_id,
-            "entity": self.entity,
-            "action": self.action,
-            "records": self.records,
-            "reason": self.reason,
-            "approval": str(self.approval),
+        return fields_json(self) | {
             "flag": self.approval.flag,
             "dagster_run_config": self.approval.run_config,
         }
@@ -91,14 +101,7 @@ class PropertyEffect:
         return f"property {self.action:<10} {self.account_id} ({self.units} unit(s){stays})"
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "account_id": self.account_id,
-            "action": self.action,
-            "units": self.units,
-            "stays": self.stays,
-            "last_checkout": self.last_checkout.isoformat() if self.last_checkout else None,
-            "held_for_stays": self.held_for_stays,
-        }
+        return fields_json(self)
 
     @classmethod
     def from_json_dict(cls, item: dict[str, Any]) -> PropertyEffect:
@@ -130,14 +133,7 @@ class WaitingForUnit:
         return f"waits      {self.entity} {self.account_id}/{self.record_id}: {self.reason}"
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "entity": self.entity,
-            "account_id": self.account_id,
-            "record_id": self.record_id,
-            "action": self.action,
-            "unit_ids": list(self.unit_ids),
-            "reason": self.reason,
-        }
+        return fields_json(self)
 
     @classmethod
     def from_json_dict(cls, item: dict[str, Any]) -> WaitingForUnit:

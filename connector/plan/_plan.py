@@ -485,7 +485,7 @@ def build_plan(
     present_accounts: set[str] = set()
     present_ids: set[str] = set()
     for mapped in batches.values():
-        # Distinct values first: the records of a nightly run are ~all carried (1M at 1M).
+        # Distinct values first: a nightly run's records are nearly all carried over.
         present_accounts.update(str(account) for account in mapped.records["account_id"].unique())
         if force.only_ids is not None:
             present_ids.update(mapped.records["record_id"].astype(str))
@@ -785,8 +785,8 @@ def delivery_order(
 def _as_changes(entity: Entity, diff: pd.DataFrame) -> pd.DataFrame:
     if not len(diff):
         return _empty(CHANGE_COLUMNS[:-1])
-    # Shallow: copy-on-write copies only a column written below (a first run's documents are
-    # ≈ 0.8 GB at 1M reservations).
+    # Shallow: copy-on-write copies only a column written below (a first run's documents
+    # are large).
     frame = diff.copy(deep=False)
     frame.insert(0, "entity", str(entity))
     frame["event"] = frame["action"].map(lambda action: str(_EVENT_OF_ACTION[action]))

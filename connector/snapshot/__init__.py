@@ -14,7 +14,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from connector.snapshot._accounts import (
-    DEFAULT_RENEW_MARGIN_S,
     DiscoveredAccount,
     PropertyState,
     PropertyStatusRecord,
@@ -95,7 +94,6 @@ def validated_payloads(location: str | Path, record_ids: pa.Array | None = None)
 
 __all__ = [
     "ACKNOWLEDGEMENT_SCHEMA",
-    "DEFAULT_RENEW_MARGIN_S",
     "GUEST_LINK_COLUMNS",
     "LATEST_VERSION",
     "MIGRATIONS",

@@ -19,9 +19,6 @@ from connector.contract import CANCELLED
 from connector.secrets import MASK, checked_secret
 from connector.snapshot._primitives import StorePrimitives, in_list, latest_per_key
 
-DEFAULT_RENEW_MARGIN_S = 60.0
-"""A token is renewed when less than this (or a quarter of its lifetime) is left."""
-
 
 @dataclass(frozen=True)
 class DiscoveredAccount:
@@ -56,10 +53,10 @@ class DiscoveredAccount:
     def expires_in(self, now: float | None = None) -> float:
         return self.expires_at - (time.time() if now is None else now)
 
-    def due(self, now: float | None = None, margin_s: float = DEFAULT_RENEW_MARGIN_S) -> bool:
+    def due(self, now: float | None = None, *, margin_s: float) -> bool:
         """Whether the token should be renewed before its next use: less than ``margin_s``
-        (at most a quarter of its lifetime, so a short-lived token is not renewed at once)
-        is left."""
+        (the setting ``open_api.renew_margin``; at most a quarter of its lifetime, so a
+        short-lived token is not renewed at once) is left."""
         margin = min(margin_s, self.lifetime_s / 4)
         return self.expires_in(now) <= margin
 

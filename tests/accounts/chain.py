@@ -74,6 +74,11 @@ def unit(hotel_code: str, number: int) -> dict[str, str]:
     }
 
 
+def units_of(*hotels: int, count: int = 2) -> list[dict[str, str]]:
+    """Units 1…``count`` of each of these hotels (by number)."""
+    return [unit(hotel(n), k) for n in hotels for k in range(1, count + 1)]
+
+
 def booking(hotel_code: str, number: int, days_from_today: int) -> dict[str, str]:
     checkin = date.today() + timedelta(days=days_from_today)
     return {

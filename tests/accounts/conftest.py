@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from connector.sandbox.config import ClientConfig
 from connector.sandbox.testing import SandboxHandle, many_accounts_config, running_sandbox
-from tests.accounts.chain import SHORT_CLIENT_ID, SHORT_CLIENT_SECRET, SHORT_LIFETIME_S
+from tests.accounts.chain import (
+    SHORT_CLIENT_ID,
+    SHORT_CLIENT_SECRET,
+    SHORT_LIFETIME_S,
+    ChainExport,
+)
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +40,9 @@ def chain(chain_sandbox: SandboxHandle) -> Iterator[SandboxHandle]:
     chain_sandbox.reset()
     yield chain_sandbox
     chain_sandbox.set_faults()
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> ChainExport:
+    """The chain's mapping and exports, in the test's folder."""
+    return ChainExport(tmp_path / "chain")

@@ -22,6 +22,7 @@ from tests.accounts.chain import (
     pms_sync,
     property_requests,
     unit,
+    units_of,
 )
 from tests.accounts.test_dagster_accounts import materialized, resources
 from tests.dagster.code_location import code_location
@@ -30,10 +31,6 @@ ATTEMPTS = 3  # PMS_SYNC_MAX_ATTEMPTS of tests.accounts.chain.pms_sync
 GHOST = f"{hotel(3)}-U99"
 STAYED_IN = f"{hotel(1)}-U2"
 LEFT = f"{hotel(1)}-U3"  # gone, no stay: deactivated in the same account as the held unit
-
-
-def units(number: int, count: int) -> list[dict[str, str]]:
-    return [unit(hotel(number), k) for k in range(1, count + 1)]
 
 
 def unit_statuses(chain: SandboxHandle) -> dict[str, str]:
@@ -53,7 +50,7 @@ def offboarding_run(chain: SandboxHandle, tmp_path: Path, export: ChainExport) -
     """Acknowledged: hotels 1-3, a stay in unit U2 of hotel 1. Possibly stored: unit U99 of
     hotel 3 (every answer lost). Then the export: hotel 2 gone, U2, U3 and U99 gone too."""
     stay = booking(hotel(1), 1, days_from_today=3) | {"unit_id": STAYED_IN}
-    everything = [*units(1, 6), *units(2, 2), *units(3, 6)]
+    everything = [*units_of(1, count=6), *units_of(2), *units_of(3, count=6)]
     assert pms_sync(chain, tmp_path, "sync", str(export.write(everything, [stay]))).exit_code == 0
     chain.set_faults(misbehave_next=ATTEMPTS, misbehaviour=Misbehaviour.RESET_AFTER_HEADERS)
     lost = pms_sync(
@@ -66,7 +63,11 @@ def offboarding_run(chain: SandboxHandle, tmp_path: Path, export: ChainExport) -
     chain.set_faults()
     assert document(lost)["outcomes"]["pending"] == 1
     assert unit_statuses(chain)[GHOST] == "ACTIVE"  # stored, the answer never came
-    kept = [u for u in [*units(1, 6), *units(3, 6)] if u["unit_id"] not in (STAYED_IN, LEFT)]
+    kept = [
+        u
+        for u in [*units_of(1, count=6), *units_of(3, count=6)]
+        if u["unit_id"] not in (STAYED_IN, LEFT)
+    ]
     export.write(kept, [stay])
 
 
@@ -92,9 +93,8 @@ EXPECTED = {
 
 
 def test_plan_shows_every_effect_and_apply_performs_exactly_them(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     offboarding_run(chain, tmp_path, export)
     before, statuses_before = webhook_requests(chain), unit_statuses(chain)
 

@@ -14,12 +14,8 @@ from tests.accounts.chain import (
     hotel,
     pms_sync,
     property_requests,
-    unit,
+    units_of,
 )
-
-
-def units_of(*hotels: int, count: int = 2) -> list[dict[str, str]]:
-    return [unit(hotel(n), k) for n in hotels for k in range(1, count + 1)]
 
 
 def statuses(chain: SandboxHandle, account_id: str) -> set[tuple[str, str]]:
@@ -31,9 +27,8 @@ def statuses(chain: SandboxHandle, account_id: str) -> set[tuple[str, str]]:
 
 
 def test_removing_every_row_of_a_hotel_deactivates_its_property_once_approved(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2, 3))))
     export.write(units_of(1, 3))
 
@@ -59,9 +54,8 @@ def test_removing_every_row_of_a_hotel_deactivates_its_property_once_approved(
 
 
 def test_a_deactivated_property_is_not_deactivated_again_and_comes_back_with_its_rows(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2))))
     export.write(units_of(1))
     pms_sync(chain, tmp_path, "sync", "--json", "--allow-mass-change", str(export.mapping))
@@ -81,9 +75,8 @@ def test_a_deactivated_property_is_not_deactivated_again_and_comes_back_with_its
 
 
 def test_a_property_with_upcoming_stays_is_held_unless_the_stays_are_approved(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     stays = [booking(hotel(2), 1, days_from_today=3), booking(hotel(1), 2, days_from_today=5)]
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2), stays)))
     export.write(units_of(1), stays[1:])
@@ -106,9 +99,8 @@ def test_a_property_with_upcoming_stays_is_held_unless_the_stays_are_approved(
 
 
 def test_reactivating_with_sub_units_keeps_units_deactivated_earlier_inactive(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     approve = ("sync", "--json", "--allow-mass-change")
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2, count=3))))
     # Unit 3 of hotel 1 leaves first (deactivated on its own), then the whole hotel leaves.
@@ -133,8 +125,9 @@ def test_reactivating_with_sub_units_keeps_units_deactivated_earlier_inactive(
     }
 
 
-def test_without_sub_units_only_the_property_changes(chain: SandboxHandle, tmp_path: Path) -> None:
-    export = ChainExport(tmp_path / "chain")
+def test_without_sub_units_only_the_property_changes(
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
+) -> None:
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2))))
     export.write(units_of(1))
 
@@ -153,9 +146,8 @@ def test_without_sub_units_only_the_property_changes(chain: SandboxHandle, tmp_p
 
 
 def test_a_dry_run_reports_the_property_change_and_sends_nothing(
-    chain: SandboxHandle, tmp_path: Path
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
 ) -> None:
-    export = ChainExport(tmp_path / "chain")
     pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2))))
     export.write(units_of(1))
 
