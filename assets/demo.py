@@ -29,7 +29,7 @@ from pms_sync.partitions import range_tags
 from pms_sync.resources import ServiceResource
 
 DEMO_MONTHS_BACK = 6
-"""The demo syncs the months from this many back to twelve ahead: where the samples' stays are."""
+"""The demo syncs the months from this many back to the last partition: where the samples' stays are."""
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
