@@ -42,7 +42,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format .
 
 # The UI (`dg dev`) on the Dagster instance `make demo` writes to (.pms-sync/dagster_home), so
-# the demo's runs, plots and check results are there. Ctrl-C stops it within seconds.
+# the demo's runs, plots and check results are there. Ctrl-C stops it within seconds. When
+# nothing answers on the configured service's loopback address, the local sandbox runs with it.
 DEV_PORT ?= 3000
 dev: $(STAMP)
 	$(BIN)/python -m assets.dev --port $(DEV_PORT)

@@ -10,20 +10,17 @@ pushed: the snapshot under ``.pms-sync/`` remembers.
     python -m assets.demo
 """
 
-import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable
 from datetime import date
-from urllib.parse import urlparse
 
 import dagster as dg
-import httpx
 
-from assets.project import DAGSTER_HOME, MAPPINGS_DIR, PROJECT_ROOT, STATE_DIR, prepare_dagster_home
+from assets.local_sandbox import sandbox_if_needed
+from assets.project import DAGSTER_HOME, MAPPINGS_DIR, PROJECT_ROOT, prepare_dagster_home
 from assets.samples import refresh_stale_samples
 from connector.plan import ACTIONS
 from connector.push import OUTCOMES
-from connector.sandbox.testing import sandbox_process
 from pms_sync.assets import connection_keys
 from pms_sync.component import folder_definitions
 from pms_sync.connections import discover, mappings_dir
@@ -32,28 +29,9 @@ from pms_sync.partitions import range_tags
 from pms_sync.resources import ServiceResource
 
 DEMO_MONTHS_BACK = 6
-"""The demo syncs the months from this many back to twelve ahead: where the samples' stays are."""
+"""The demo syncs the months from this many back to the last partition: where the samples' stays are."""
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-
-
-def _answers(base_url: str) -> bool:
-    try:
-        return httpx.get(f"{base_url}/_sandbox/health", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-@contextlib.contextmanager
-def sandbox_if_needed(base_url: str) -> Iterator[None]:
-    """The local sandbox, started as a subprocess unless one (or the real service) answers."""
-    address = urlparse(base_url)
-    if _answers(base_url) or address.hostname not in ("127.0.0.1", "localhost"):
-        yield
-        return
-    print(f"starting the sandbox on {base_url} (data in {STATE_DIR / 'sandbox'})")
-    with sandbox_process(STATE_DIR / "sandbox", port=address.port or 80):
-        yield
 
 
 def _added_up(materializations: list[dg.AssetMaterialization]) -> dict[str, object]:
@@ -86,6 +64,29 @@ def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], i
         reasons = str(metadata.get("dead_letter_top_reasons", "")).splitlines()[2:3]
         lines += [f"  {'':<22} most refused: {reason.strip('| ')}" for reason in reasons]
     return lines, pushed
+
+
+def failed_check_lines(evaluations: Iterable[dg.AssetCheckEvaluation]) -> list[str]:
+    """One line per check and asset that did not pass, however many months it failed in: the
+    months, and why (the description of its first failed month)."""
+    failed: dict[tuple[str, str], list[dg.AssetCheckEvaluation]] = {}
+    for check in evaluations:
+        if not check.passed:
+            key = (check.check_name, check.asset_key.to_user_string())
+            failed.setdefault(key, []).append(check)
+    lines = []
+    for (name, asset), checks in failed.items():
+        months = sorted(check.partition for check in checks if check.partition)
+        where = ""
+        if len(months) == 1:
+            where = f" in {months[0]}"
+        elif months:
+            where = f" in {len(months)} months ({months[0]} … {months[-1]})"
+        why = next((check.description for check in checks if check.description), None)
+        lines.append(
+            f"  ! check {name} on {asset} did not pass{where}" + (f": {why}" if why else "")
+        )
+    return lines
 
 
 def months_back(today: date, months: int) -> str:
@@ -139,12 +140,12 @@ def main() -> int:
                     print(
                         f"  ! {event.step_key}: {event.event_specific_data.error.message.strip()}"
                     )
-                if event.event_type_value == "ASSET_CHECK_EVALUATION":
-                    check = event.event_specific_data
-                    if not check.passed:
-                        print(
-                            f"  ! check {check.check_name} on {check.asset_key.to_user_string()} did not pass"
-                        )
+            evaluations = [
+                event.event_specific_data
+                for event in result.all_events
+                if isinstance(event.event_specific_data, dg.AssetCheckEvaluation)
+            ]
+            print("\n".join(failed_check_lines(evaluations)))
     quiet = total == 0 and not failed
     print(f"requests sent: {total}" + (" (nothing changed since the last run)" if quiet else ""))
     print(f"the runs are in {DAGSTER_HOME}: `make dev` shows them on http://127.0.0.1:3000")

@@ -6,7 +6,11 @@ runs after STOP_GRACE_S is killed, so the command always ends. A ``dagster dev``
 background by a non-interactive shell ignores both signals: it inherits SIGINT ignored, and maps
 SIGTERM to the same handler; the child here gets SIGINT's default back.
 
-    python -m assets.dev [--port 3000]
+When the configured service (``PMS_SYNC_BASE_URL``, default the local sandbox's address) is a
+loopback address where nothing answers, the sandbox is started there first and stopped after
+the UI (``assets.local_sandbox``), so the first Materialize reaches a service.
+
+    python -m assets.dev [--port 3000] [--no-sandbox]
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from assets.local_sandbox import sandbox_if_needed
 from assets.project import PROJECT_ROOT, prepare_dagster_home
+from connector.config import ServiceSection
 
 STOP_GRACE_S = 15.0
 
@@ -33,11 +39,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=3000)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="do not start the local sandbox when nothing answers on the configured service",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.no_sandbox:
+        return _run_ui(arguments.port, arguments.host)
+    with sandbox_if_needed(ServiceSection.read().base_url):
+        return _run_ui(arguments.port, arguments.host)
+
+
+def _run_ui(port: int, host: str) -> int:
+    """``dg dev`` until it ends or a stop is asked for; its exit code (0 after a stop)."""
     home = prepare_dagster_home()
     dg = Path(sys.executable).with_name("dg")
-    command = [str(dg), "dev", "-w", "workspace.yaml", "-p", str(arguments.port)]
-    command += ["-h", arguments.host]
+    command = [str(dg), "dev", "-w", "workspace.yaml", "-p", str(port), "-h", host]
     print(f"DAGSTER_HOME={home}: the runs of `make demo` are there", flush=True)
     child = subprocess.Popen(
         command,

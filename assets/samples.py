@@ -2,7 +2,7 @@
 
 Each ``mappings/<example>/generate.py`` writes its sample around an anchor day and records it in
 ``sample.json``. A sample whose anchor month is not the current one is stale: its stays drift out
-of the nightly window (last month to twelve months ahead) and a scheduled run would sync none.
+of the nightly window (last month to eleven months ahead) and a scheduled run would sync none.
 ``refresh_stale_samples`` regenerates those with the same arguments around this month.
 """
 

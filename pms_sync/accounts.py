@@ -57,6 +57,9 @@ def build_accounts_asset(
         group_name=connection.name,
         kinds={"duckdb"},
         pool=pool,
+        # Unpartitioned, like the units it reads: it joins a range of months' single run, so
+        # `dagster asset materialize --select group:<name> --partition-range …` is one run.
+        backfill_policy=dg.BackfillPolicy.single_run(),
         check_specs=[
             dg.AssetCheckSpec(
                 CHECK_ACCOUNTS_KNOWN,

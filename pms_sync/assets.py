@@ -39,6 +39,7 @@ from connector.safety.approvals import HeldWork
 from connector.safety.guard import GuardRules
 from connector.snapshot import is_database_url
 from pms_sync.account_partitions import run_accounts
+from pms_sync.check_text import dead_letter_description, dead_letter_metadata
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome
@@ -429,7 +430,11 @@ def _check_results(
             check_name=CHECK_NO_NEW_DEAD_LETTERS,
             passed=dead == 0,
             severity=check_severity(RunOutcome.DEAD_LETTERED),
-            metadata={"dead_lettered": dg.MetadataValue.int(dead)},
+            description=dead_letter_description(dead, report.push.problems),
+            metadata={
+                "dead_lettered": dg.MetadataValue.int(dead),
+                **dead_letter_metadata(report.push.problems),
+            },
         ),
         dg.AssetCheckResult(
             asset_key=key,

@@ -26,7 +26,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, Field, TypeAdapter
 
-from pms_sync.connections import Connection, discover, load_connection
+from pms_sync.connections import Connection, dagster_name, discover, load_connection
 from pms_sync.factory import accepted_preview_apis, connection_definitions
 from pms_sync.resources import STATE_DIR_NAME, SnapshotResource, default_resources
 
@@ -72,6 +72,14 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
     mapping: str = Field(
         description="The connection's mapping file, relative to the folder of this defs.yaml."
     )
+    name: str | None = Field(
+        default=None,
+        description=(
+            "The connection's name in Dagster: the first part of its asset keys, its group, "
+            "job, schedules and sensors. Empty: the name of this defs.yaml's folder, so two "
+            "components never collide whatever their mapping files say."
+        ),
+    )
     state_dir: str = Field(
         default=STATE_DIR_NAME,
         description=(
@@ -95,7 +103,8 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         return path if path.is_absolute() else (folder / path).resolve()
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        return self.definitions(self.mapping_path(context.path), context.project_root)
+        named = self if self.name else self.model_copy(update={"name": context.path.name})
+        return named.definitions(self.mapping_path(context.path), context.project_root)
 
     def definitions(
         self,
@@ -119,6 +128,8 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
     ) -> dg.Definitions:
         """``definitions`` of a connection already loaded from its mapping file."""
         connection = replace(connection, by_account=self.partition_by_account)
+        if self.name:
+            connection = replace(connection, name=dagster_name(self.name))
         if resources is None:
             resources = shared_resources(self.state_path(project_root))
         snapshot = resources.get("snapshot")

@@ -20,8 +20,11 @@ PARTITION_FORMAT = "%Y-%m"
 DEFAULT_PARTITIONS_START = "2020-01"
 """First month of check-in a connection can backfill when its mapping names none."""
 
-FUTURE_MONTHS = 12
-"""Months after the current one that exist as partitions: stays are booked ahead."""
+FUTURE_MONTHS = 11
+"""Months after the current one that exist as partitions: stays are booked ahead, a PMS's
+booking horizon is a year, so the current month and the eleven after it are a year of arrivals.
+A twelfth month ahead would hold a few days' bookings at most, and the UI's asset page opens on
+the last partition."""
 
 RECENT_MONTHS = 1
 """Months before the current one that the nightly run still covers: late changes to past stays

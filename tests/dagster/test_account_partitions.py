@@ -28,7 +28,7 @@ BOOKINGS = [
     booking(4, date(2025, 3, 20), "hotel-a", unit_number=2),
     booking(5, date(2025, 4, 9), "hotel-a", unit_number=2),
 ]
-NIGHT = datetime(2025, 3, 10, 3, 30, tzinfo=UTC)  # nightly window: 2025-02 .. 2026-03
+NIGHT = datetime(2025, 3, 10, 3, 30, tzinfo=UTC)  # nightly window: 2025-02 .. 2026-02
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_one_run_per_account_fails_and_is_re_run_on_its_own(
 
         assert [r.tags["pms_sync/account"] for r in requests] == ["demo", "hotel-a"]
         assert requests[0].tags["dagster/asset_partition_range_start"] == "demo|2025-02"
-        assert requests[0].tags["dagster/asset_partition_range_end"] == "demo|2026-03"
+        assert requests[0].tags["dagster/asset_partition_range_end"] == "demo|2026-02"
         assert launch(defs, requests[0], instance).success
         clean_sandbox.set_faults(error_rate=1.0)  # the service fails while hotel-a runs
         failed = launch(defs, requests[1], instance)

@@ -121,3 +121,49 @@ def test_a_dg_project_adds_connections_with_the_component_and_loads_their_defini
     }
     assert {job["name"] for job in found["jobs"]} == {"hotel_sync", "flats_sync"}
     assert checked.returncode == 0, checked.stderr
+
+
+def test_two_components_with_mappings_of_one_name_in_other_folders_do_not_collide(
+    project: Path,
+) -> None:
+    # Two hotels of one chain: each mapping file, kept in its own folder outside defs/, was
+    # copied from the same starter and still says `name: hotel`. The keys come from each
+    # component's own name (its folder); `name:` in defs.yaml sets another.
+    defs = project / "src" / "guest_sync" / "defs"
+    first = dg(project, "scaffold", "defs", "pms_sync.PmsSyncComponent", "hotel")
+    assert first.returncode == 0, first.stderr
+    starter = (defs / "hotel" / "mapping.yaml").read_text()
+    (defs / "hotel" / "mapping.yaml").unlink()
+    (defs / "hotel" / "defs.yaml").unlink()
+    (defs / "hotel").rmdir()
+    for city in ("berlin", "munich"):
+        folder = project / "pms" / city
+        folder.mkdir(parents=True)
+        (folder / "mapping.yaml").write_text(starter)
+        for name, columns in (("units.csv", UNIT_COLUMNS), ("bookings.csv", BOOKING_COLUMNS)):
+            (folder / name).write_text(",".join(columns) + "\n")
+        mapping = str(folder / "mapping.yaml")
+        scaffolded = dg(
+            project,
+            "scaffold",
+            "defs",
+            "pms_sync.PmsSyncComponent",
+            city,
+            "--json-params",
+            json.dumps({"mapping": mapping}),
+        )
+        assert scaffolded.returncode == 0, scaffolded.stderr
+    munich = defs / "munich" / "defs.yaml"
+    munich.write_text(munich.read_text().replace("attributes:\n", "attributes:\n  name: muc\n"))
+
+    checked = dg(project, "check", "defs")
+    listed = dg(project, "list", "defs", "--json")
+
+    assert checked.returncode == 0, checked.stderr
+    assert "Duplicate" not in checked.stderr + checked.stdout
+    assert listed.returncode == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    keys = {asset["asset_key"] for asset in found["assets"]}
+    assert {"berlin/synced_reservations", "muc/synced_reservations"} <= keys
+    assert not any(key.startswith("hotel/") for key in keys)
+    assert {job["name"] for job in found["jobs"]} == {"berlin_sync", "muc_sync"}

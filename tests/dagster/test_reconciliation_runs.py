@@ -43,9 +43,9 @@ def test_the_reconcile_schedule_exists_only_when_the_mapping_names_one(
     schedule = defs.resolve_schedule_def("hotel_reconcile")
     assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 4 * * 0", "Europe/Vienna")
     assert request.tags[RECONCILE_TAG] == "1"
-    # Every partition: the first month of the connection to twelve months ahead.
+    # Every partition: the first month of the connection to eleven months ahead.
     assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "2025-01"
-    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "2027-05"
+    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "2027-04"
 
 
 def checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], Any]:

@@ -394,6 +394,17 @@ def test_a_refused_record_fails_the_dead_letter_check_but_not_the_run(
     units = metadata(result, "synced_accommodations")
     assert (units["acknowledged"], units["dead_lettered"]) == (1, 1)
     assert "403" in units["dead_letter_top_reasons"] and units["failed_request_ids"]
+    # The failed check says which record and why, not only how many.
+    (check,) = (
+        event.event_specific_data
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        and event.event_specific_data.check_name == "no_new_dead_letters"
+        and event.event_specific_data.asset_key.path[-1] == "synced_accommodations"
+    )
+    assert check.description.startswith("1 record(s) refused by the service: hotel-b/")
+    assert "HTTP 403" in check.description and "x-request-id" in check.description
+    assert "hotel-b" in check.metadata["dead_letters"].value
 
 
 def test_one_account_with_a_bad_token_fails_the_run_by_name_and_the_other_account_still_syncs(
