@@ -472,7 +472,7 @@ def _aiohttp_session(
     """The pooled aiohttp session of both paths (direct and under httpx)."""
     connector = aiohttp.TCPConnector(limit=config.concurrency, ssl=_tls_context(config))
     # trust_env stays off here: aiohttp would look proxies and .netrc up in a thread on every
-    # request (≈ 2 executor calls each); the proxy is resolved once instead.
+    # request; the proxy is resolved once instead.
     if timeout is None:  # under httpx: httpx hands its timeouts to each request
         return aiohttp.ClientSession(connector=connector, trust_env=False, headers=headers)
     return aiohttp.ClientSession(

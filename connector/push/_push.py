@@ -73,9 +73,9 @@ ProgressCallback = Callable[[int, int], None]
 @dataclass(frozen=True)
 class PushOptions:
     concurrency: int = DEFAULT_CONCURRENCY
-    # The interval is the durability bound; the count only caps a batch. Each commit costs
-    # ≈ 5 ms of fixed CPU on the writer thread, on the cores the service and the event loop
-    # need: at a few thousand answers a second, 1,000 commits 4 to 5 times less often than 200.
+    # The interval is the durability bound; the count only caps a batch. Each commit has a
+    # fixed CPU cost on the writer thread, on the cores the service and the event loop need,
+    # so a fast push commits large batches rather than many small ones.
     commit_every: int = 1000
     commit_interval: float = 0.25  # seconds
     budget: Budget = field(default_factory=Budget)  # what is not sent stays for the next run
