@@ -10,6 +10,7 @@ values never show in the UI) or by replacing the resources in ``assets/definitio
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -27,6 +28,7 @@ from connector.config import (
     RunSection,
     Section,
     ServiceSection,
+    environment_without_dagster_member,
 )
 from connector.errors import ConfigError
 from connector.plan import Budget, UrgencyPolicy
@@ -135,11 +137,14 @@ class ServiceResource(dg.ConfigurableResource):
         default=None,
         description="Budget: changes sent per sync step, most urgent first; the rest wait.",
     )
-    max_duration_s: float | None = Field(
+    max_duration: float | None = Field(
         default=RunSection.default("max_duration"),
         description="The deadline of a sync step, seconds (default 6 h): the push then stops, "
         "the answered changes committed, the rest pending for the next run; a 429 whose "
         "Retry-After reaches past it postpones the account. 0 or empty: no deadline.",
+    )
+    max_duration_s: float | None = Field(
+        default=None, description="Deprecated name of max_duration (still read)."
     )
     urgent_days: int = Field(
         default=RunSection.default("urgent_days"),
@@ -165,27 +170,30 @@ class ServiceResource(dg.ConfigurableResource):
             "'off'. Empty: 7d for a remote service, off for the local sandbox (docs/drift.md)."
         ),
     )
-    refresh_max_requests: int | None = Field(
+    refresh_max: int | None = Field(
         default=None,
         description=(
             "Refresh requests per sync step at most. Empty: the hourly rate-limit window's "
             "limit (5,000 under the documented limits), none without windows."
         ),
     )
+    refresh_max_requests: int | None = Field(
+        default=None, description="Deprecated name of refresh_max (still read)."
+    )
     reconcile_max_duration_s: float | None = Field(
         default=None,
         description=(
             "Budget of a reconciliation run (the <connection>_reconcile schedule): seconds "
             "after which a sync step starts no re-send; the next reconciliation resumes. "
-            "Empty: the max_duration_s of every run."
+            "Empty: the max_duration of every run."
         ),
     )
     retry_window_s: float = Field(
         default=300.0,
         description=(
-            "A sync step whose changes stay pending is retried (up to 3 times, 30 s, 60 s, "
-            "120 s apart) only while the retry would start within this many seconds of the "
-            "step's first attempt; then it fails and the next run sends them."
+            "A sync step whose changes stay pending is retried (30, 90, 210 s after it, each "
+            "± 30 s) only while the retry would start within this many seconds of the step's "
+            "first attempt; then it fails and the next run sends them."
         ),
     )
 
@@ -203,7 +211,8 @@ class ServiceResource(dg.ConfigurableResource):
         return AccountTokens(per_account=per_account, default=default)
 
     def settings(self, snapshot: SnapshotResource, *, reconcile: bool = False) -> SyncSettings:
-        """The library's settings for one sync, from this resource only (no ambient env);
+        """The library's settings for one sync: this resource's members, and the settings no
+        member projects (transport, TLS, …) from the step's environment as in the CLI;
         ``reconcile``: a reconciliation run's budget."""
         base = load_settings(
             base_url=self.base_url,
@@ -213,10 +222,10 @@ class ServiceResource(dg.ConfigurableResource):
             rate_limits=self.rate_limits,
             max_attempts=self.max_attempts,
             refresh=self.refresh,
-            refresh_max=self.refresh_max_requests,
-            env={},
+            refresh_max=_renamed(self.refresh_max, self.refresh_max_requests, "refresh_max"),
+            env=environment_without_dagster_member(),
         )
-        duration = self.max_duration_s
+        duration = _renamed(self.max_duration, self.max_duration_s, "max_duration")
         if reconcile and self.reconcile_max_duration_s is not None:
             duration = self.reconcile_max_duration_s
         budget = Budget(max_requests=self.max_requests, max_duration_s=duration or None)
@@ -359,6 +368,20 @@ def default_open_api(base_url: str) -> OpenApiResource:
     if section.client_id is None and base_url == DEFAULT_BASE_URL:
         members["client_id"], members["client_secret"] = SANDBOX_CLIENT
     return OpenApiResource(**members)
+
+
+def _renamed(value: Any, deprecated: Any, name: str) -> Any:
+    """A member's value when a run config or definition may still use its former name."""
+    if deprecated is None:
+        return value
+    former = f"{name}_s" if name == "max_duration" else f"{name}_requests"
+    warnings.warn(
+        f"service.{former} is deprecated: use service.{name}", DeprecationWarning, stacklevel=3
+    )
+    default = ServiceResource.model_fields[name].default
+    if value not in (default, deprecated):
+        raise ConfigError(f"service.{name} and its former name {former} disagree; set one")
+    return deprecated
 
 
 def _projected(resource: str, *sections: Section) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from connector.config._model import (
     SandboxSection,
     ServiceSection,
     Settings,
+    environment_without_dagster_member,
 )
 from connector.config._reading import FALSE_WORDS, TRUE_WORDS, Section, parse_flag
 from connector.config._table import settings_table
@@ -50,6 +51,7 @@ __all__ = [
     "Section",
     "ServiceSection",
     "Settings",
+    "environment_without_dagster_member",
     "parse_flag",
     "settings_table",
 ]

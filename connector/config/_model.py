@@ -9,7 +9,9 @@ imported when a value is read: this package is a leaf every module may import.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -239,7 +241,7 @@ class RunSection(Section):
     max_duration: float | None = Field(
         DEFAULT_MAX_DURATION_S,
         description="the run's deadline, seconds (``0``, ``none``, ``off``: none)",
-        json_schema_extra=_on("--max-duration", "service.max_duration_s", shown="21600 (6 h)"),
+        json_schema_extra=_on("--max-duration", "service.max_duration", shown="21600 (6 h)"),
     )
     urgent_days: int = Field(
         DEFAULT_HORIZON_DAYS,
@@ -265,7 +267,7 @@ class RunSection(Section):
         description="refresh requests per run at most (``none``: no cap)",
         json_schema_extra=_on(
             "--refresh-max",
-            "service.refresh_max_requests",
+            "service.refresh_max",
             shown="the hourly rate-limit window's limit (5,000 documented); none without windows",
         ),
     )
@@ -432,6 +434,20 @@ SECTIONS: dict[str, type[Section]] = {
     "sandbox": SandboxSection,
     "cli": CliSection,
 }
+
+
+def environment_without_dagster_member(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``PMS_SYNC_*`` variables of ``env`` (None: the process's) whose setting no Dagster
+    resource member projects: a Dagster step reads these as the CLI does, the rest from its
+    resources."""
+    names = {
+        section.variable(field)
+        for section in SECTIONS.values()
+        for field in section.model_fields
+        if section.dagster(field) is None
+    }
+    source = os.environ if env is None else env
+    return {name: value for name, value in source.items() if name in names}
 
 
 class Settings(BaseModel):

@@ -224,3 +224,35 @@ def test_the_lock_wait_is_also_spelled_as_the_snapshot_resources_member(command:
 
     assert len(options) == 1 and "--lock-timeout" in options[0].opts
     assert "lock_timeout" in SnapshotResource.model_fields
+
+
+def test_a_setting_without_a_member_is_read_by_a_step_as_by_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Settings no resource member projects come from the step's environment; a variable of a
+    # projected setting does not override the resource a deployment defined.
+    monkeypatch.setenv("PMS_SYNC_TRANSPORT", "httpx")
+    monkeypatch.setenv("PMS_SYNC_INSECURE_TLS_FOR", "https://pms.internal:8443")
+    monkeypatch.setenv("PMS_SYNC_CONCURRENCY", "3")
+    cli = load_settings()
+    service = ServiceResource(concurrency=7)
+    dagster = service.settings(SnapshotResource(path=str(tmp_path / "snapshot.duckdb")))
+
+    assert dagster.client.transport == cli.client.transport == "httpx"
+    assert dagster.client.insecure_tls_hosts == cli.client.insecure_tls_hosts
+    assert cli.client.insecure_tls_hosts and dagster.client.transport.value == "httpx"
+    assert cli.push.concurrency == 3 and dagster.push.concurrency == 7
+
+
+def test_a_members_former_name_is_still_read_and_a_conflict_refused(tmp_path: Path) -> None:
+    snapshot = SnapshotResource(path=str(tmp_path / "snapshot.duckdb"))
+    with pytest.warns(DeprecationWarning, match="service.max_duration_s is deprecated"):
+        settings = ServiceResource(max_duration_s=60).settings(snapshot)
+    assert settings.push.budget.max_duration_s == 60
+    with pytest.warns(DeprecationWarning, match="use service.refresh_max"):
+        settings = ServiceResource(refresh="10%", refresh_max_requests=5).settings(snapshot)
+    assert settings.refresh.max_requests == 5
+    assert ServiceResource(max_duration=90).settings(snapshot).push.budget.max_duration_s == 90
+
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="disagree"):
+        ServiceResource(max_duration=90, max_duration_s=60).settings(snapshot)
