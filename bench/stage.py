@@ -36,13 +36,19 @@ def stage_map(mapping: str) -> dict[str, Any]:
     }
 
 
-def stage_diff(mapping: str, snapshot: str) -> dict[str, Any]:
-    """Extract + map + validate + diff against a full snapshot (nothing sent)."""
+def stage_diff(mapping: str, snapshot: str, accounts: list[str] | None = None) -> dict[str, Any]:
+    """Extract + map + validate + diff against a full snapshot (nothing sent); ``accounts``:
+    a run of these accounts only (``--account``)."""
     from connector.pipeline import plan_sync
 
     started = time.perf_counter()
-    plan = plan_sync(mapping, _settings("http://127.0.0.1:9", snapshot))
-    return {"seconds": time.perf_counter() - started, "counts": plan.counts}
+    cpu = time.process_time()
+    plan = plan_sync(mapping, _settings("http://127.0.0.1:9", snapshot), accounts=accounts)
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
+        "counts": plan.counts,
+    }
 
 
 def stage_sync(mapping: str, snapshot: str, base_url: str) -> dict[str, Any]:

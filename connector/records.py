@@ -209,6 +209,10 @@ class MappedRecords:
     # Reservation statuses that may mean cancelled (quarantined, ``status_findings``): where
     # and what to write in the mapping file, for every such value of the export.
     status_fix: str | None = None
+    # A run of some accounts: "pushed" when only their rows were mapped, "after_mapping" when
+    # the entity's records depend on other rows and the whole export was mapped, then kept to
+    # them (connector.mapping.engine.account_filter_allowed); None for a run of every account.
+    account_filter: str | None = None
 
     @property
     def mapped(self) -> int:

@@ -8,12 +8,13 @@ and network access is disabled and whose configuration is locked.
 
 from __future__ import annotations
 
+import logging
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from collections.abc import Mapping as AbcMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -42,7 +43,13 @@ from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords, status_findings
 from connector.secrets import MASK, is_sensitive
 from connector.sources import Source, open_source
-from connector.sources.base import create_text_table, quote_identifier, sql_literal
+from connector.sources.base import (
+    ROW_COLUMN,
+    SOURCE_COLUMN,
+    create_text_table,
+    quote_identifier,
+    sql_literal,
+)
 from connector.sources.files import FileState
 
 ValidatedPayloads: TypeAlias = pa.Table | Callable[[pa.Array | None], pa.Table | None]
@@ -61,6 +68,8 @@ IN_MEMORY_INPUT_BYTES = 64 * 1024 * 1024
 """Inputs up to this size in all (file inputs read as they are) are loaded into an in-memory
 DuckDB; larger ones, and inputs whose size is not known before reading (a database query, a
 workbook), into a database file (``engine_database``)."""
+
+_log = logging.getLogger(__name__)
 
 
 def engine_database(sources: AbcMapping[str, Source], folder: Path) -> str:
@@ -262,6 +271,7 @@ def map_records(
     since: AbcMapping[str, Any] | None = None,
     validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
+    accounts: Collection[str] | None = None,
 ) -> dict[Entity, MappedRecords]:
     """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
 
@@ -274,10 +284,18 @@ def map_records(
     every record of the export): records with one of them are not validated again.
     ``fingerprints`` reads the source fingerprints of earlier runs: records whose rows are
     unchanged are carried over unmapped (``connector.mapping.fingerprints``).
+    ``accounts`` (as the export names them) maps only the rows of these accounts' records
+    where the entity allows it (``account_filter`` of each batch says whether it did); the
+    caller still keeps only their records (``MappedRecords.of_accounts``).
     """
     prepared = prepare(mapping, entities)
     return run_prepared(
-        prepared, window=window, since=since, validated=validated, fingerprints=fingerprints
+        prepared,
+        window=window,
+        since=since,
+        validated=validated,
+        fingerprints=fingerprints,
+        accounts=accounts,
     )
 
 
@@ -288,12 +306,14 @@ def run_prepared(
     since: AbcMapping[str, Any] | None = None,
     validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
+    accounts: Collection[str] | None = None,
 ) -> dict[Entity, MappedRecords]:
     since = dict(since or {})
     unknown = set(since) - set(prepared.sources)
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
-    batches = _mapped(prepared, window, since, validated, fingerprints)
+    scope = frozenset(str(account) for account in accounts) if accounts is not None else None
+    batches = _mapped(prepared, window, since, validated, fingerprints, scope)
     reservations = batches.get(Entity.RESERVATION)
     if reservations is not None:
         reservations.status_fix = status_fix(
@@ -308,13 +328,16 @@ def _mapped(
     since: dict[str, Any],
     validated: ValidatedPayloads | None,
     fingerprints: FingerprintReader | None,
+    accounts: frozenset[str] | None,
 ) -> dict[Entity, MappedRecords]:
     if fingerprints is not None:
         try:
-            return _run(prepared, window, since, validated, fingerprints, read_in_place=True)
+            return _run(
+                prepared, window, since, validated, fingerprints, accounts, read_in_place=True
+            )
         except _InPlaceReadFailed:
             pass  # loaded instead, an input's problem is found and named as on every run
-    return _run(prepared, window, since, validated, fingerprints, read_in_place=False)
+    return _run(prepared, window, since, validated, fingerprints, accounts, read_in_place=False)
 
 
 class _InPlaceReadFailed(Exception):
@@ -384,6 +407,7 @@ def _run(
     since: dict[str, Any],
     validated: ValidatedPayloads | None,
     fingerprints: FingerprintReader | None,
+    accounts: frozenset[str] | None,
     *,
     read_in_place: bool,
 ) -> dict[Entity, MappedRecords]:
@@ -399,6 +423,8 @@ def _run(
         with memory_named("setting up the mapping engine (reference tables, lookups)"):
             sql_functions.install(connection)
             _create_lookups(connection, prepared.mapping)
+        if accounts is not None:
+            connection.register(RUN_ACCOUNTS, pa.table({"account": sorted(accounts)}))
         may_read_in_place = _may_read_in_place(prepared, since) if read_in_place else set()
         in_place: dict[str, _InPlace] = {}
 
@@ -446,6 +472,15 @@ def _run(
             sql = query.sql
             split: FingerprintSplit | None = None
             elsewhere = None
+            pushed = accounts is not None and account_filter_allowed(query)
+            if accounts is not None:
+                _log.debug(
+                    "%s: account filter %s",
+                    entity.value,
+                    "pushed into the mapping query" if pushed else "applied after mapping",
+                )
+            # The fingerprints and rows to map of the run's accounts only, when pushed.
+            keyed = scoped_to_accounts(query) if pushed else query
             try:
                 if window is not None and entity == Entity.RESERVATION:
                     elsewhere = _keys_outside(connection, query, window)
@@ -453,11 +488,13 @@ def _run(
                     # An input read in place that no other entity reads: only its rows to map.
                     split = split_by_fingerprint(
                         connection,
-                        query,
+                        keyed,
                         fingerprinted[entity],
                         narrow=query.input_name in in_place and readers[query.input_name] == 1,
                     )
                     sql = sql.replace(ROWS_TO_MAP, split.rows_to_map(query))
+                elif pushed:
+                    sql = sql.replace(ROWS_TO_MAP, _account_rows(connection, keyed))
             except duckdb.Error as error:
                 raise failed(query, error) from None
             if not known_for_all and (split is None or len(split.mapped)):
@@ -482,13 +519,58 @@ def _run(
                     validator.add_unitless(connection.sql(query.unitless_sql).to_arrow_table())
             except duckdb.Error as error:
                 raise failed(query, error) from None
-            finishing.append(_Mapped(entity, validator, split, elsewhere))
+            filtered = None if accounts is None else ("pushed" if pushed else "after_mapping")
+            finishing.append(_Mapped(entity, validator, split, elsewhere, filtered))
         for item in in_place.values():
             item.check_unchanged()
     # The records are put together once the engine's database is closed: its memory (the
     # loaded inputs, the query's hash tables) is given back before the documents, kept
     # compressed while the queries ran, are expanded.
     return {mapped.entity: mapped.result(window) for mapped in finishing}
+
+
+# The accounts of a run of some accounts, registered on the engine's connection.
+RUN_ACCOUNTS = "pms_sync_run_accounts"
+ACCOUNT_ROWS_TABLE = "pms_sync_account_rows"
+
+
+def account_filter_allowed(query: EntityQuery) -> bool:
+    """Whether the rows of some accounts' records can be mapped alone: a record's document
+    depends on its own rows only (the condition of source fingerprints), so leaving other
+    accounts' rows out changes none of them. The account itself may be any expression, a
+    lookup or a join's column: each row's account is computed before mapping, as the keys
+    of the fingerprints are."""
+    return query.fingerprintable and bool(query.key_rows_sql)
+
+
+def scoped_to_accounts(query: EntityQuery) -> EntityQuery:
+    """``query`` whose key rows are those of the run's accounts only (``RUN_ACCOUNTS``)."""
+
+    def scoped(sql: str) -> str:
+        return (
+            f"SELECT * FROM ({sql}) AS of_accounts "
+            f"WHERE account_id IN (SELECT account FROM {RUN_ACCOUNTS})"
+        )
+
+    return replace(
+        query,
+        key_rows_sql=scoped(query.key_rows_sql),
+        narrow_rows_sql=scoped(query.narrow_rows_sql) if query.narrow_rows_sql else "",
+    )
+
+
+def _account_rows(connection: duckdb.DuckDBPyConnection, keyed: EntityQuery) -> str:
+    """Keep the positions of the run's accounts' rows in a temporary table (one read of the
+    keys, no document built); return the SQL that keeps the entity query to them."""
+    connection.execute(
+        f"CREATE OR REPLACE TEMP TABLE {ACCOUNT_ROWS_TABLE} AS "
+        f"SELECT {SOURCE_COLUMN}, {ROW_COLUMN} FROM ({keyed.key_rows_sql}) AS k"
+    )
+    return (
+        f"EXISTS (SELECT 1 FROM {ACCOUNT_ROWS_TABLE} AS a "
+        f"WHERE a.{SOURCE_COLUMN} = {keyed.row_alias}.{SOURCE_COLUMN} "
+        f"AND a.{ROW_COLUMN} = {keyed.row_alias}.{ROW_COLUMN})"
+    )
 
 
 def _reading(prepared: PreparedMapping, name: str) -> str:
@@ -505,9 +587,11 @@ class _Mapped:
     validator: RecordValidator
     split: FingerprintSplit | None
     elsewhere: pd.DataFrame | None
+    account_filter: str | None = None
 
     def result(self, window: DateWindow | None) -> MappedRecords:
         result = self.validator.result()
+        result.account_filter = self.account_filter
         if self.elsewhere is not None:
             result.present_elsewhere = self.elsewhere
         split = self.split

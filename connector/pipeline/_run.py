@@ -275,6 +275,7 @@ def load_batches(
             window=window,
             validated=validated,
             fingerprints=stored if snapshot_path is not None else None,
+            accounts=accounts,
         )
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
