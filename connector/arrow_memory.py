@@ -3,9 +3,8 @@
 pyarrow allocates from mimalloc by default. A run allocates and frees large Arrow buffers in
 waves (the mapping's batches, their compressed copies, the documents expanded after the
 engine's database closes), and mimalloc hands freed pages back to the system soon enough that
-the next wave faults them in again: at 1M reservations, with jemalloc, a first run's
-extract + map + validate took 14.4-15.5 s against 15.4-18.0 s and peaked 0.1 GB lower (6
-interleaved pairs; docs/decisions.md, "Arrow's allocator"). ``ARROW_DEFAULT_MEMORY_POOL``,
+the next wave faults them in again; jemalloc keeps them (docs/decisions.md, "Arrow's
+allocator"). ``ARROW_DEFAULT_MEMORY_POOL``,
 pyarrow's own variable, is the operator's choice when set and is left alone.
 """
 

@@ -90,7 +90,7 @@ class CachedToken:
 
 SECRET_HASH_ITERATIONS = 10_000
 """PBKDF2 rounds of the client secret's hash in the cache: a weak secret is not guessed from
-the file cheaply; a run computes it once or twice (about 10 ms each)."""
+the file cheaply; a run computes it once or twice, so the cost stays small."""
 
 
 @functools.lru_cache(maxsize=16)

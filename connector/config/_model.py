@@ -29,8 +29,7 @@ DEFAULT_MAX_DURATION_S = 6 * 3600.0
 DEFAULT_HORIZON_DAYS = 14
 DEFAULT_SNAPSHOT = ".pms-sync/snapshot.duckdb"
 DEFAULT_MEMORY_LIMIT = "1GB"
-"""Lower limits trade time for memory (at 1M, 400 MB: a first run 3 s slower for 0.3 GB less;
-docs/decisions.md, "Source fingerprints")."""
+"""Lower limits trade time for memory (docs/decisions.md, "Source fingerprints")."""
 
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|KIB|MB|MIB|GB|GIB|TB|TIB)\s*$", re.IGNORECASE)
 

@@ -629,8 +629,7 @@ _OUTPUT = """account_id, record_id, payload, hash_text, conflicting, checked, er
        row_numbers, first_row, checkin, checkout"""
 
 # Records of several rows come out first: their GROUP BY is the query's one blocking step, and
-# run while the validator holds no documents yet, its memory is not added to theirs (at 1M a
-# first run's mapping peaked at 1.44 GB instead of 1.56-1.61 GB, in the same time).
+# run while the validator holds no documents yet, its memory is not added to theirs.
 _GROUPING: dict[Entity, str] = {
     Entity.ACCOMMODATION: f"""
 , grouped AS (

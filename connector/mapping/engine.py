@@ -48,13 +48,13 @@ from connector.sources.files import FileState
 ValidatedPayloads: TypeAlias = pa.Table | Callable[[pa.Array | None], pa.Table | None]
 """The MD5s of payloads known valid (column ``payload_md5``), or how to read them when needed,
 given the ids of the records to map (None: all): a run whose every record is carried over by
-fingerprint reads none, one that maps 1 % of them reads theirs."""
+fingerprint reads none, one that maps a few of them reads theirs."""
 
 
 BATCH_ROWS = 25_000
 """Records validated per batch: bounds the query's output held in Python at once besides the
-accepted records (each batch and its copy). At 1M, 100,000 gave a first run's mapping a peak
-of 1.44 GB and 25,000 one of 1.35 GB, in the same 12 s."""
+accepted records (each batch and its copy); smaller batches lower the peak at no cost in
+time."""
 
 
 IN_MEMORY_INPUT_BYTES = 64 * 1024 * 1024
@@ -68,10 +68,8 @@ def engine_database(sources: AbcMapping[str, Source], folder: Path) -> str:
     file in ``folder``.
 
     Written to a file, DuckDB stores a loaded input compressed and may drop its blocks from
-    memory and read them back instead of spilling them: the 1M-reservation export (237 MB of
-    CSV) takes 0.24 GB there against 0.43 GB in memory, for ≈ 1 s more to load. Below a few
-    tens of MB the memory saved is small and the write still costs (0.4 s at 100k
-    reservations), so small inputs stay in memory.
+    memory and read them back instead of spilling them, at some cost in load time. For small
+    inputs the memory saved is small and the write still costs, so they stay in memory.
     """
     total = 0
     for source in sources.values():
@@ -351,8 +349,7 @@ def _may_read_in_place(prepared: PreparedMapping, since: dict[str, Any]) -> set[
     joins it, and its content is hashed into the mapping fingerprint).
 
     A run whose records are mostly carried over by fingerprint reads each row once, to hash
-    it: loading the export first cost more than the rest of such a run (at 1M reservations,
-    3.5 s to write it to the engine's file, against 0.8 s to read it where it is).
+    it: loading the export first would cost more than the rest of such a run.
     """
     joined = {name for query in prepared.queries.values() for name in query.joined_inputs}
     own = {query.input_name for query in prepared.queries.values() if query.fingerprintable}
@@ -526,8 +523,7 @@ def _with_carried(records: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
     """The mapped records followed by the carried ones, text left in Arrow memory.
 
     pandas gives a column of an empty frame a say in the concatenated dtype: the mapped
-    records' empty object columns would turn every carried key and hash into a Python string
-    (≈ 0.2 GB and a second at 1M carried records).
+    records' empty object columns would turn every carried key and hash into a Python string.
     """
     if not len(records):
         return carried

@@ -263,8 +263,8 @@ def language_table() -> dict[str, str]:
 def reference_tables() -> dict[str, dict[str, str]]:
     """The country, currency and language tables, built once per pycountry release.
 
-    Building them walks pycountry's databases and nine translations (≈ 0.4 s, a fixed cost of
-    every run); the result depends only on pycountry's version and on this module's own alias
+    Building them walks pycountry's databases and nine translations (a fixed cost of every
+    run); the result depends only on pycountry's version and on this module's own alias
     tables, so it is kept in a JSON file named after both and read back by later runs. A cache
     that cannot be read or written is only slower: the tables are then built in memory.
     """

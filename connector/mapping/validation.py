@@ -107,12 +107,11 @@ class CompressedTables:
     """Accepted records held as LZ4-compressed Arrow IPC, one stream per table, until the
     entity queries are done.
 
-    The documents are most of what a first run's mapping holds (≈ 0.74 GB of Arrow at 1M
-    reservations) and compress about 4 to 1 (0.18 GB). Compressed, they no longer add up with
-    the DuckDB memory of the queries still running (the loaded inputs, hash tables); they are
-    expanded once the engine's database is closed (``connector.mapping.engine``), each stream
-    freed as its table is read. Zstandard compresses 8 to 1 but took ≈ 1.5 s more at 1M for
-    the same peak, which comes after the expansion.
+    The documents are most of what a first run's mapping holds and compress well. Compressed,
+    they no longer add up with the DuckDB memory of the queries still running (the loaded
+    inputs, hash tables); they are expanded once the engine's database is closed
+    (``connector.mapping.engine``), each stream freed as its table is read. LZ4 rather than
+    Zstandard: the peak comes after the expansion, so a better ratio would only cost time.
     """
 
     def __init__(self) -> None:
@@ -439,7 +438,7 @@ class RecordValidator:
         if table is not None and table.num_rows:
             records = _records_frame(table)
         # The entity query does not sort its records (a sort carrying every document's text
-        # cost ≈ 3 s at 1M); the quarantine, which people read, is put in export order here.
+        # is costly); the quarantine, which people read, is put in export order here.
         order = self.quarantine.order
         rows = [self.quarantine.rows[i] for i in sorted(range(len(order)), key=order.__getitem__)]
         quarantined = (

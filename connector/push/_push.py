@@ -74,8 +74,8 @@ ProgressCallback = Callable[[int, int], None]
 class PushOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     # The interval is the durability bound; the count only caps a batch. Each commit costs
-    # ≈ 5 ms of fixed CPU on the writer thread, on the cores the service and the event loop
-    # need: at a few thousand answers a second, 1,000 commits 4 to 5 times less often than 200.
+    # fixed CPU on the writer thread, on the cores the service and the event loop need, so a
+    # large cap commits less often at a high answer rate.
     commit_every: int = 1000
     commit_interval: float = 0.25  # seconds
     budget: Budget = field(default_factory=Budget)  # what is not sent stays for the next run

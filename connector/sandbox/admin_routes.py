@@ -35,7 +35,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 MAX_PAGE_PARAMETER = 1_000_000_000
 """Largest ``limit``/``offset`` accepted: far beyond any store the sandbox holds, far below
-SQLite's integer range (a bigger value used to end in a 500)."""
+SQLite's integer range, so a bigger value is refused rather than overflowing."""
 
 _DIGITS = re.compile(r"[0-9]+")
 ADMIN_TOKEN_HEADER = "x-sandbox-admin-token"

@@ -49,8 +49,7 @@ _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 CHECKPOINT_THRESHOLD = "256MB"
 """The write-ahead log a writable snapshot grows before DuckDB checkpoints it (DuckDB: 16MB).
 
-A checkpoint costs more the larger the snapshot: at 1M acknowledged records, 1-2.4 s each, one
-in a nightly push of 10,000 updates and 40 in a first run's recording at 16MB
+A checkpoint costs more the larger the snapshot, so fewer of them keep a large push fast
 (docs/decisions.md, "The snapshot's checkpoints"). Commits are as durable (the log is synced
 at each); a process killed mid-run leaves up to this much log for the next open to replay;
 closing the snapshot checkpoints what is left."""
@@ -65,12 +64,11 @@ closing the snapshot checkpoints what is left."""
 # its own window, and an account with rows whose id is unknown reconciles nothing.
 # No payload is read here: the records a policy would retire (deactivate, cancel) come out with
 # ``retiring`` set, and _RETIRED_SQL reads their last payload, which decides whether they are
-# retired already (status INACTIVE or CANCELLED). Reading every acknowledged payload to find
-# the few records gone from the export cost ≈ 0.6 GB of DuckDB memory at 1M records.
+# retired already (status INACTIVE or CANCELLED): reading every acknowledged payload would
+# cost memory in proportion to the snapshot.
 # Nor is an incoming payload: a record to send comes out with its position in the incoming
-# frame (``source_row``), and _with_payloads takes the documents once the rows are decided
-# (a first run's documents went through DuckDB's result, two masks and a sort: at 1M
-# reservations the diff's peak was 3.9 GB, 2.0 GB without them).
+# frame (``source_row``), and _with_payloads takes the documents once the rows are decided,
+# so the documents never pass through DuckDB's result.
 _DIFF_SQL = """
 WITH incoming AS NOT MATERIALIZED (
     SELECT account_id, record_id, _row, content_hash,
@@ -111,8 +109,8 @@ elsewhere AS (
     FROM elsewhere_frame GROUP BY account_id, record_id
 ),
 -- The incoming records that can be anything but an unchanged skip: only these are joined
--- with all they need. Finding them needs the known keys and hashes alone, where joining every
--- incoming record with every column it needs held ≈ 0.15 GB more at 1M records.
+-- with all they need. Finding them needs the known keys and hashes alone, which holds less
+-- than joining every incoming record with every column it needs.
 to_decide AS (
     SELECT i.* FROM incoming AS i
     WHERE $full_resync OR NOT $only_ids_all
@@ -181,9 +179,8 @@ FROM decided
 WHERE action IS NOT NULL AND reason <> 'unchanged'
 """
 
-# The two sides of the diff, each a statement of its own: run together, the hash tables of
-# both joins (the incoming records' keys, the known records' keys and hashes) were held at
-# once, ≈ 0.2 GB more at 1M records than one after the other.
+# The two sides of the diff, each a statement of its own, so the hash tables of the two joins
+# (the incoming records' keys, the known records' keys and hashes) are not held at once.
 _PRESENT_SIDE = """
     SELECT true AS present, i.account_id, i.record_id,
            i._row AS new_row, i.content_hash AS new_hash,
@@ -503,7 +500,7 @@ def _with_payloads(changes: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
 
     The documents are the incoming frame's own when every record is sent (a first run: no
     copy), else those of the records sent, filtered chunk by chunk (pyarrow's ``take`` over
-    a column of many chunks concatenates them first: 2.9 s and 1.2 GB at 1M reservations).
+    a column of many chunks concatenates them first).
     """
     if "source_row" not in changes:  # only retired records
         changes = changes.assign(source_row=pd.Series(pd.NA, index=changes.index, dtype="Int64"))

@@ -88,7 +88,7 @@ class XlsxSource(Source):
             max_uncompressed=self.max_uncompressed,
             max_ratio=self.max_ratio,
         )
-        # Imported here: a run without a workbook input does not pay for openpyxl (≈ 0.2 s).
+        # Imported here: a run without a workbook input does not pay for importing openpyxl.
         import openpyxl
 
         try:
