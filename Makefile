@@ -36,6 +36,8 @@ soak: $(STAMP)
 	PMS_SYNC_KILL_POINTS=$(SOAK_KILL_POINTS) PMS_SYNC_STORM_ROUNDS=$(SOAK_STORM_ROUNDS) \
 	PMS_SYNC_PROPERTY_EXAMPLES=$(SOAK_PROPERTY_EXAMPLES) PMS_SYNC_TRUST_ROUNDS=$(SOAK_TRUST_ROUNDS) \
 		$(BIN)/pytest -q -s -p no:cacheprovider tests/reliability
+	PMS_SYNC_PROPERTY_EXAMPLES=$(SOAK_PROPERTY_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider \
+		tests/mapping/test_fingerprint_properties.py tests/mapping/test_fast_path.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -19,8 +19,7 @@ from bench.data import ROOT, Dataset, prepare
 
 # Peers send one blocking request per record; above this many reservations their first run is
 # measured on a prefix of this many and its time extrapolated linearly (said in the results).
-# (The machine is 2 shared cores and the sandbox answers a few hundred requests a second, so
-# full pushes of every size would not fit the 15 minutes of `make bench`.)
+# (Full pushes of every size one request at a time would not fit the time of `make bench`.)
 PEER_PREFIX = int(os.environ.get("BENCH_PEER_PREFIX", "1000"))
 # The raw aiohttp generator's rate is taken over the first this many of the same payloads.
 RAW_REQUESTS = int(os.environ.get("BENCH_RAW_REQUESTS", "5000"))

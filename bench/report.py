@@ -195,7 +195,7 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
     return table
 
 
-# Issue 16's targets at 1M, against the floor (bench/floor.py) measured in the same run.
+# The brief's targets at 1M, against the floor (bench/floor.py) measured in the same run.
 _FLOOR_TARGETS = {
     "first": ("first run: extract + map + validate ÷ floor (full)", "≤ 15 s, ≤ 1.2 GB, ≤ 2x"),
     "noop": ("nightly run, nothing changed ÷ floor (fingerprint)", "≤ 6 s, ≤ 0.8 GB, ≤ 3x"),

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 # orjson writes what json.dumps writes below (same escapes, UTF-8, keys sorted by code point,
-# shortest round-trip floats) about ten times faster, except: floats below 1e-4 (json: 1e-05,
+# shortest round-trip floats) much faster, except: floats below 1e-4 (json: 1e-05,
 # orjson: 0.00001 or 1e-7), non-finite floats (orjson: null), and what json refuses or spells
 # differently (lone surrogates, integers beyond 64 bits, non-string keys: orjson raises). An
 # output that could hold one of the first two goes the json way, so the text is always json's.

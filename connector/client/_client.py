@@ -486,8 +486,8 @@ def _tls_context(config: ClientConfig) -> ssl.SSLContext | bool:
     ``True`` is aiohttp's own verifying context (``ssl.create_default_context()`` with ALPN
     ``http/1.1``), made once when aiohttp is imported, with the CA bundle OpenSSL found in
     ``SSL_CERT_FILE``/``SSL_CERT_DIR`` then. Only when those variables changed since is
-    another context made, once per pair of values: loading a CA store takes 30 to 200 ms here,
-    a tenth of a 10,000-record push when it was made per session.
+    another context made, once per pair of values: loading a CA store is too costly to do
+    per session.
     """
     if not config.verify_tls:
         return False

@@ -3,9 +3,8 @@
 A push makes a few short-lived objects per request; the objects that exist when it starts
 (the mapping's and the plan's frames, pydantic models, pandas' and pyarrow's modules) live on
 through it. CPython's full collection walks all of them nonetheless, on the event loop's
-thread: 65 ms for a 10,000-record first run, once in its 2.2 s push. For those 65 ms no answer
-is read and no request leaves, and the service, its queue drained, waits (the push measured
-that long behind a raw client). ``gc.freeze`` sets the objects that exist aside until the push
+thread. While it runs no answer is read and no request leaves, and the service, its queue
+drained, waits. ``gc.freeze`` sets the objects that exist aside until the push
 ends; cycles among them are collected once they are handed back (``gc.unfreeze``), so nothing
 is kept that a collection would have freed, only later.
 """

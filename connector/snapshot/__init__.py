@@ -86,8 +86,8 @@ class Snapshot:
 
 def validated_payloads(location: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
     """MD5s of the payloads the snapshot knows valid under the current contract (None: none
-    known); with ``record_ids``, of those records' payloads only: a run that maps 10,000
-    records of 1M reads 10,000 MD5s, not 1M. Read before a run opens the snapshot for
+    known); with ``record_ids``, of those records' payloads only, so a run that maps a few
+    records reads only their MD5s. Read before a run opens the snapshot for
     writing."""
     return backend_of(location).validated_payloads(location, record_ids)
 

@@ -4,6 +4,8 @@ Most records never meet the contract model: DuckDB writes their canonical JSON, 
 validates a batch in one call, and payloads the snapshot already knows valid are not validated
 again. These tests hold that path to the reference (``PMS_SYNC_FAST_PATH=0``: every record
 through the model and Python's canonical JSON) on hostile cell values.
+
+Examples: PMS_SYNC_PROPERTY_EXAMPLES (default 4; ``make soak`` runs more).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
 from connector.mapping.validation import FAST_PATH_ENV
 from connector.records import MappedRecords
+from tests.reliability.campaign import budget
 
+EXAMPLES = budget("PMS_SYNC_PROPERTY_EXAMPLES", 4)
 HOTEL = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
 
 # Text a PMS export may hold: quotes, backslashes, control characters, any script (no NUL,
@@ -91,7 +95,7 @@ def _same(fast: MappedRecords, reference: MappedRecords) -> None:
 
 
 @settings(
-    max_examples=8,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

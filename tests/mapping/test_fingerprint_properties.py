@@ -6,7 +6,7 @@ must be exactly the plan of a run that maps everything (``--remap``): the same c
 the same content, the same counts, the same quarantine. Each step then syncs for real against
 the sandbox, so the next step starts from what the service acknowledged.
 
-Examples: PMS_SYNC_PROPERTY_EXAMPLES (default 3; ``make soak`` runs more).
+Examples: PMS_SYNC_PROPERTY_EXAMPLES (default 2; ``make soak`` runs more).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.push.push_samples import settings_for
 from tests.reliability.campaign import budget
 from tests.samples import pinned_hotel
 
-EXAMPLES = budget("PMS_SYNC_PROPERTY_EXAMPLES", 3)
+EXAMPLES = budget("PMS_SYNC_PROPERTY_EXAMPLES", 2)
 TOKENS = {"demo": "demo-token", "hotel-a": "hotel-a-token"}
 
 Edit = Callable[[Path, int], str]
