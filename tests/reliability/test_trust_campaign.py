@@ -24,7 +24,7 @@ service must hold:
 - after every run, killed or not, nothing in the snapshot recorded as acknowledged in a
   version the service never stored.
 
-`make test` runs PMS_SYNC_TRUST_ROUNDS=3 rounds, `make soak` more.
+`make test` runs PMS_SYNC_TRUST_ROUNDS=5 rounds, `make soak` more.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from tests.reliability.campaign import (
 from tests.reliability.campaign import MAPPING as CAMPAIGN_MAPPING
 
 SEED = 13_2026
-ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 3)
+ROUNDS = budget("PMS_SYNC_TRUST_ROUNDS", 5)
 # The rolling refresh re-sends acknowledged records in every run (docs/drift.md); it must not
 # change what the service holds. PMS_SYNC_TRUST_REFRESH=off runs the campaign without it.
 REFRESH = os.environ.get("PMS_SYNC_TRUST_REFRESH", "3d")
