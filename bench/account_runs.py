@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.data import DATA_ROOT, prepare
+from bench.harness import run_stage
 
 ACCOUNT = "    account: {{sql: \"hotel_code || '-' || CAST(CAST({column} AS BIGINT) % {per_hotel} AS VARCHAR)\"}}\n"
 
@@ -45,16 +44,6 @@ def accounts_dataset(size: int, accounts: int) -> Path:
     return mapping
 
 
-def _stage(name: str, **arguments: object) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.stage", name, json.dumps(arguments)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -65,11 +54,13 @@ def main() -> None:
     mapping = accounts_dataset(options.size, options.accounts)
     snapshot = mapping.parent / "snapshot.duckdb"
     if not snapshot.exists():
-        seeded = _stage("seed", mapping=str(mapping), snapshot=str(snapshot))
+        seeded = run_stage("seed", mapping=str(mapping), snapshot=str(snapshot))
         print(json.dumps({"seed": seeded}), flush=True)
     for pair in range(options.pairs):
         for label, accounts in (("one", [options.account]), ("all", None)):
-            result = _stage("diff", mapping=str(mapping), snapshot=str(snapshot), accounts=accounts)
+            result = run_stage(
+                "diff", mapping=str(mapping), snapshot=str(snapshot), accounts=accounts
+            )
             result.pop("counts", None)
             print(json.dumps({"pair": pair, "run": label, **result}), flush=True)
 
