@@ -4,6 +4,7 @@ kept in the snapshot, fetched again only when missing or old, written back to th
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -33,11 +34,12 @@ def links_requests(sandbox: SandboxHandle) -> dict[str, int]:
 def test_arrivals_of_the_next_days_get_their_links_soonest_first_and_in_the_file(
     clean_sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
-    bookings = arrivals([9, 2, 0, 30, 14, -3])  # B3 beyond 14 days, B5 already arrived
+    today = date.today()  # one day for the whole test, even across midnight
+    bookings = arrivals([9, 2, 0, 30, 14, -3], today=today)  # B3 too far, B5 already arrived
     bookings[1]["status"] = "CANCELLED"
     mapping = synced(clean_sandbox, tmp_path, bookings, FILE_DESTINATION)
 
-    report = run_links(mapping, settings_for(clean_sandbox.base_url, tmp_path))
+    report = run_links(mapping, settings_for(clean_sandbox.base_url, tmp_path), today=today)
 
     assert report.fetched == ["B2", "B0", "B4"]
     assert (report.status, report.written, report.failed, report.pending) == ("ok", 3, [], [])

@@ -6,6 +6,7 @@ SQLite, then not fetched again."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,8 @@ def test_webhooks_events_and_links_close_the_loop(
     settings = settings_for(events_sandbox.base_url, tmp_path)
     # Six arrivals in the next 14 days (B2 and B4 stay 4+ nights, B5 is cancelled), one in
     # 30 days: eight reservations created at the service.
-    bookings = arrivals([3, 0, 9, 30, 1, 6, 13], nights={2: 5, 4: 4})
+    today = date.today()  # one day for the whole test, even across midnight
+    bookings = arrivals([3, 0, 9, 30, 1, 6, 13], nights={2: 5, 4: 4}, today=today)
     bookings[5]["status"] = "CANCELLED"
     with (
         postgres_schema() as (postgres, schema),
@@ -78,9 +80,9 @@ def test_webhooks_events_and_links_close_the_loop(
         events_sandbox.redeliver()
         redelivered = events_sandbox.wait_for_deliveries()
 
-        links = run_links(mapping, settings)
+        links = run_links(mapping, settings, today=today)
         in_postgres = table_rows(postgres, "guest_links", schema)
-        again = run_links(mapping, settings)
+        again = run_links(mapping, settings, today=today)
 
     assert planned == {"create": 2, "update": 0, "delete": 0, "unchanged": 0}
     assert applied == "ok" and replanned.empty
