@@ -48,12 +48,12 @@ run_launcher:
 telemetry:
   enabled: false
 """
-_WORKSPACE_YAML = f"""\
+_WORKSPACE_YAML = """\
 load_from:
   - python_file:
-      relative_path: {ROOT / "assets" / "definitions.py"}
-      working_directory: {ROOT}
-      location_name: {LOCATION}
+      relative_path: {root}/assets/definitions.py
+      working_directory: {root}
+      location_name: {location}
 """
 
 
@@ -93,8 +93,21 @@ class SessionCpu:
         self.sample()
         return sum(self._seen.values())
 
+    def started_since(self, ticks: float) -> float:
+        """CPU seconds of the session's processes started at or after ``ticks`` (clock ticks
+        since boot, ``boot_ticks()``): a run's own processes, not the daemon's or the code
+        server's."""
+        self.sample()
+        return sum(cpu for (_, start), cpu in self._seen.items() if start >= ticks)
+
     def stop(self) -> None:
         self._stop.set()
+
+
+def boot_ticks() -> float:
+    """Clock ticks since boot now: the unit of a process's start time in /proc/<pid>/stat."""
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime * os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -158,23 +171,24 @@ class Deployment:
 
 @contextmanager
 def dagster_deployment(
-    work: Path, env: Mapping[str, str], max_concurrent_runs: int
+    work: Path, env: Mapping[str, str], max_concurrent_runs: int, root: Path = ROOT
 ) -> Iterator[Deployment]:
-    """A fresh Dagster instance in ``work`` with its daemon running, stopped at the end."""
+    """A fresh Dagster instance in ``work`` with its daemon running, stopped at the end;
+    ``root``: the tree whose code location it serves (another checkout for a before/after)."""
     home = work / f"dagster-home-{uuid.uuid4().hex[:8]}"
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(
         _DAGSTER_YAML.format(max_concurrent_runs=max_concurrent_runs)
     )
     workspace = home / "workspace.yaml"
-    workspace.write_text(_WORKSPACE_YAML)
-    full_env = {**env, "DAGSTER_HOME": str(home)}
+    workspace.write_text(_WORKSPACE_YAML.format(root=root, location=LOCATION))
+    full_env = {**env, "DAGSTER_HOME": str(home), "PYTHONPATH": str(root)}
     _create_storage(home)
     log = (home / "daemon.log").open("wb")
     daemon = subprocess.Popen(
         [str(DAGSTER_DAEMON), "run", "-w", str(workspace)],
         env=full_env,
-        cwd=ROOT,
+        cwd=root,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own session: CPU sampled by session, stopped as a group
@@ -223,9 +237,10 @@ def _submit(workspace: str, job: str, tag_sets: list[dict[str, str]], accounts: 
     from dagster._core.workspace.load_target import WorkspaceFileTarget
 
     instance = DagsterInstance.get()
-    name, _, keys = accounts.partition(":")
-    known = set(instance.get_dynamic_partitions(name))
-    instance.add_dynamic_partitions(name, [k for k in keys.split(",") if k not in known])
+    if accounts:
+        name, _, keys = accounts.partition(":")
+        known = set(instance.get_dynamic_partitions(name))
+        instance.add_dynamic_partitions(name, [k for k in keys.split(",") if k not in known])
     run_ids: list[str] = []
     with WorkspaceProcessContext(instance, WorkspaceFileTarget([workspace])) as context:
         request = context.create_request_context()
@@ -255,7 +270,9 @@ def main() -> None:
     submit.add_argument("--workspace", required=True)
     submit.add_argument("--job", required=True)
     submit.add_argument("--tags", required=True, help="a JSON list of tag sets, one per run")
-    submit.add_argument("--accounts", required=True, help="<partitions name>:<key>,<key>,…")
+    submit.add_argument(
+        "--accounts", default="", help="<partitions name>:<key>,<key>,… (account partitions)"
+    )
     arguments = parser.parse_args()
     run_ids = _submit(
         arguments.workspace, arguments.job, json.loads(arguments.tags), arguments.accounts

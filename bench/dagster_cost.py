@@ -1,0 +1,187 @@
+"""What a nightly run costs through Dagster against the same run from the CLI (issue 38).
+
+    python -m bench.dagster_cost --size 10000 --pairs 3 [--before TREE] [--out FILE]
+
+The hotel benchmark export as one connection (partitions from its first month of check-in),
+synced once from the CLI, then a nightly run with nothing changed, in interleaved pairs:
+``pms-sync sync`` in a process of its own, and the connection's job as a deployment runs it
+(``bench.dagster_deployment``: a daemon dequeues the run, the default run launcher starts it,
+the job's own executor runs its steps), over every month of the export. With ``--before``, the
+same Dagster run from another checkout (e.g. ``git worktree add --detach /tmp/before REV``)
+is a third member of each round, so a before/after ratio comes from one run of the bench.
+
+CPU of a Dagster run is that of the processes the run started (the run worker and its step
+processes, sampled from /proc); the daemon's and the code server's polling is reported apart.
+Wall is the run's own start to end, and from its creation (queue and launch included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.dagster_deployment import ROOT, boot_ticks, dagster_deployment
+from bench.data import Dataset, prepare
+
+PMS_SYNC = Path(sys.executable).with_name("pms-sync")
+TOKEN = "demo-token"  # the sandbox's default account
+
+
+def connection_folder(dataset: Dataset, work: Path) -> Path:
+    """A mappings folder with the export as connection ``hotel``, partitioned by month from
+    its first check-in: the folder the code location reads (``PMS_SYNC_MAPPINGS_DIR``)."""
+    folder = work / "mappings"
+    connection = folder / "hotel"
+    connection.mkdir(parents=True)
+    (connection / "data").symlink_to(dataset.base / "data")
+    with (dataset.base / "data" / "bookings.csv").open(encoding="utf-8") as bookings:
+        header = bookings.readline().rstrip("\n").split(",")
+        arrival = header.index("arrival")
+        first = min(line.split(",")[arrival][:7] for line in bookings)
+    text = (dataset.mapping).read_text(encoding="utf-8")
+    text += f"\ndagster:\n  partitions_start: '{first}'\n"
+    (connection / "mapping.yaml").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cli_run(mapping: Path, env: dict[str, str]) -> dict[str, Any]:
+    """``pms-sync sync MAPPING --json`` in a fresh process: its CPU, wall and requests."""
+    cpu, started = _children_cpu(), time.perf_counter()
+    done = subprocess.run(
+        [str(PMS_SYNC), "sync", str(mapping), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    if done.returncode != 0:
+        raise RuntimeError(f"pms-sync sync failed ({done.returncode}): {done.stderr[-3000:]}")
+    return {"cpu_seconds": cpu, "wall_seconds": wall, "requests": json.loads(done.stdout)["requests"]}
+
+
+def full_range(folder: Path) -> dict[str, str]:
+    """The tags of a run over every month of the connection's partitions."""
+    from pms_sync.connections import load_connection
+    from pms_sync.partitions import full_range_tags, reservation_partitions
+
+    connection = load_connection(folder / "hotel" / "mapping.yaml")
+    months = reservation_partitions(connection.dagster.partitions_start, "UTC")
+    return {**full_range_tags(months), "pms_sync/trigger": "nightly"}
+
+
+def dagster_run(tree: Path, folder: Path, env: dict[str, str], work: Path) -> dict[str, Any]:
+    """One run of ``hotel_sync`` in a fresh deployment of ``tree``'s code location."""
+    with dagster_deployment(work, {**env, "PMS_SYNC_MAPPINGS_DIR": str(folder)}, 1, tree) as dep:
+        tags = full_range(folder)
+        deployment_cpu = dep.cpu.total()
+        since = boot_ticks()
+        run_ids = dep.submit("hotel_sync", [tags], accounts="")
+        (run,) = dep.wait_for(run_ids, timeout=3600)
+        run_cpu = dep.cpu.started_since(since)
+        deployment_cpu = dep.cpu.total() - deployment_cpu - run_cpu
+        if run["status"] != "SUCCESS":
+            raise RuntimeError(f"the Dagster run failed: see {dep.home}")
+    return {
+        "cpu_seconds": run_cpu,
+        "wall_seconds": run["ended"] - run["started"],
+        "created_to_end_seconds": run["ended"] - run["created"],
+        "daemon_cpu_seconds": deployment_cpu,
+    }
+
+
+def measure(
+    size: int, pairs: int, before: Path | None, work: Path, sandbox: Any
+) -> dict[str, Any]:
+    dataset = prepare(size)
+    folder = connection_folder(dataset, work)
+    mapping = folder / "hotel" / "mapping.yaml"
+    env = {
+        **os.environ,
+        "PMS_SYNC_BASE_URL": sandbox.base_url,
+        "PMS_SYNC_TOKEN": TOKEN,
+        "PMS_SYNC_SNAPSHOT": str(work / "snapshot.duckdb"),
+        "PYTHONHASHSEED": "0",
+    }
+    first = cli_run(mapping, env)
+    print(f"[dagster-cost] first sync {first}", file=sys.stderr, flush=True)
+    sides = {"cli": lambda: cli_run(mapping, env)}
+    sides["dagster"] = lambda: dagster_run(ROOT, folder, env, work)
+    if before is not None:
+        sides["dagster_before"] = lambda: dagster_run(before, folder, env, work)
+    rounds: list[dict[str, dict[str, Any]]] = []
+    for number in range(1, pairs + 1):
+        measured: dict[str, dict[str, Any]] = {}
+        for side, run in sides.items():
+            measured[side] = run()
+            print(
+                f"[dagster-cost] round {number} {side} {json.dumps(measured[side])} "
+                f"(load {os.getloadavg()[0]:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
+        if measured["cli"]["requests"] != 0:
+            raise RuntimeError("the nightly run sent requests: the export changed between runs")
+        rounds.append(measured)
+    return {"size": size, "first_sync": first, "rounds": rounds, "ratios": ratios(rounds)}
+
+
+def ratios(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Per figure, the median over rounds of each side's value divided by the baseline's in
+    the same round (the CLI for ``dagster``; the before tree for ``after_vs_before``)."""
+    pairs = {"dagster_vs_cli": ("dagster", "cli"), "after_vs_before": ("dagster", "dagster_before")}
+    found: dict[str, dict[str, float]] = {}
+    for name, (side, baseline) in pairs.items():
+        if baseline not in rounds[0]:
+            continue
+        found[name] = {
+            figure: round(
+                statistics.median(r[side][figure] / r[baseline][figure] for r in rounds), 2
+            )
+            for figure in ("cpu_seconds", "wall_seconds")
+        }
+    found["medians"] = {
+        f"{side}_{figure}": round(statistics.median(r[side][figure] for r in rounds), 2)
+        for side in rounds[0]
+        for figure in ("cpu_seconds", "wall_seconds")
+    }
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dagster_cost", description=__doc__)
+    parser.add_argument("--size", type=int, default=10_000, help="reservations")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--before", type=Path, default=None, help="a checkout to compare with")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON")
+    arguments = parser.parse_args()
+    from connector.sandbox.testing import sandbox_process
+
+    with tempfile.TemporaryDirectory(prefix="pms-dagster-cost-") as tmp:
+        work = Path(tmp)
+        with sandbox_process(work / "sandbox") as sandbox:
+            result = measure(arguments.size, arguments.pairs, arguments.before, work, sandbox)
+        shutil.rmtree(work / "mappings", ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if arguments.out:
+        arguments.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
