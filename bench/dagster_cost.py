@@ -72,7 +72,11 @@ def cli_run(mapping: Path, env: dict[str, str]) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise RuntimeError(f"pms-sync sync failed ({done.returncode}): {done.stderr[-3000:]}")
-    return {"cpu_seconds": cpu, "wall_seconds": wall, "requests": json.loads(done.stdout)["requests"]}
+    return {
+        "cpu_seconds": cpu,
+        "wall_seconds": wall,
+        "requests": json.loads(done.stdout)["requests"],
+    }
 
 
 def full_range(folder: Path) -> dict[str, str]:
@@ -105,9 +109,7 @@ def dagster_run(tree: Path, folder: Path, env: dict[str, str], work: Path) -> di
     }
 
 
-def measure(
-    size: int, pairs: int, before: Path | None, work: Path, sandbox: Any
-) -> dict[str, Any]:
+def measure(size: int, pairs: int, before: Path | None, work: Path, sandbox: Any) -> dict[str, Any]:
     dataset = prepare(size)
     folder = connection_folder(dataset, work)
     mapping = folder / "hotel" / "mapping.yaml"
@@ -172,7 +174,7 @@ def main() -> None:
     arguments = parser.parse_args()
     from connector.sandbox.testing import sandbox_process
 
-    with tempfile.TemporaryDirectory(prefix="pms-dagster-cost-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pms-dagster-cost-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         with sandbox_process(work / "sandbox") as sandbox:
             result = measure(arguments.size, arguments.pairs, arguments.before, work, sandbox)

@@ -23,4 +23,7 @@ def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
             "service: accommodations, then reservations of the run's check-in window."
         ),
         tags={"pms_sync/connection": connection.name},
+        # Every step in the run's own process: a step process would import Dagster and
+        # pms-sync and open its resources again, for work that is sequential anyway.
+        executor_def=dg.in_process_executor,
     )

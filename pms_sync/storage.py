@@ -9,7 +9,9 @@ of the same run loads. The pickles hold door codes and guest contacts: each is o
 
 from __future__ import annotations
 
+import os
 import pickle
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,36 @@ from pms_sync.account_partitions import account_range_of_tags
 
 OPTIONAL_INPUT = "pms_sync/optional"
 """Metadata of an input that may be absent (its asset never materialized): the step gets None."""
+
+_KEPT_OUTPUTS = 8
+# Outputs this process wrote, by path, with the identity of the file written: the next step of
+# an in-process run takes the object itself instead of reading it back.
+_kept: OrderedDict[Path, tuple[tuple[int, int, int], Any]] = OrderedDict()
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    status = os.stat(path)
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _keep(path: Path, obj: Any) -> None:
+    _kept[path] = (_identity(path), obj)
+    _kept.move_to_end(path)
+    while len(_kept) > _KEPT_OUTPUTS:
+        _kept.popitem(last=False)
+
+
+def _kept_output(path: Path) -> tuple[bool, Any]:
+    """The object this process wrote to ``path``, if the file is still the one it wrote (a
+    step of another process, or a re-execution, may have replaced it since)."""
+    kept = _kept.get(path)
+    if kept is None:
+        return False, None
+    identity, obj = kept
+    try:
+        return _identity(path) == identity, obj
+    except FileNotFoundError:
+        return False, None
 
 
 class MappedRecordsIOManager(dg.ConfigurableIOManager):
@@ -40,8 +72,12 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
         if obj is None:
             return
         # Written then renamed: a crashed step never leaves half a file for the next one to load.
-        with open_private(self._path(context), "wb") as handle:
+        # The file stays the record of the output: a retry or a re-execution in another
+        # process loads it.
+        path = self._path(context)
+        with open_private(path, "wb") as handle:
             pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        _keep(path, obj)
 
     def load_input(self, context: dg.InputContext) -> Any:
         path = self._path(context)
@@ -53,6 +89,9 @@ class MappedRecordsIOManager(dg.ConfigurableIOManager):
                 f"{path.stem}: materialize it in the same run (select its upstream assets too)",
                 allow_retries=False,
             )
+        found, obj = _kept_output(path)
+        if found:
+            return obj
         with path.open("rb") as handle:
             return pickle.load(handle)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from connector.sandbox.testing import SandboxHandle
 from tests.dagster.exports import BOOKING_COLUMNS, UNIT_COLUMNS
 
 pytestmark = pytest.mark.slow
@@ -55,10 +56,13 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def dg(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def dg(
+    project: Path, *arguments: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     bin_dir = Path(sys.executable).parent
     environment = {
         **os.environ,
+        **(env or {}),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "VIRTUAL_ENV": str(bin_dir.parent),
         "PYTHONPATH": str(project / "src"),
@@ -167,3 +171,59 @@ def test_two_components_with_mappings_of_one_name_in_other_folders_do_not_collid
     assert {"berlin/synced_reservations", "muc/synced_reservations"} <= keys
     assert not any(key.startswith("hotel/") for key in keys)
     assert {job["name"] for job in found["jobs"]} == {"berlin_sync", "muc_sync"}
+
+
+STARTER_UNITS = """\
+unit_id,name,street,street_number,country,city,wifi_name,wifi_code,door_code
+U1,Apartment 1,Hauptstrasse,1,AT,Wien,guest,wifi-secret-1,1001
+U2,Apartment 2,Hauptstrasse,2,AT,Wien,guest,wifi-secret-2,1002
+"""
+STARTER_BOOKINGS = """\
+booking_id,created,first_name,email,unit_id,checkin,checkout,adults
+B1,2025-01-02T10:00:00Z,Anna,anna@example.com,U1,2025-03-01,2025-03-03,2
+B2,2025-01-02T10:00:00Z,Ben,ben@example.com,U2,2025-05-10,2025-05-12,1
+"""
+
+
+def test_dg_launch_runs_the_connections_job_in_one_process_and_syncs_it(
+    project: Path, clean_sandbox: SandboxHandle
+) -> None:
+    import dagster as dg_api
+
+    defs = project / "src" / "guest_sync" / "defs"
+    assert dg(project, "scaffold", "defs", "pms_sync.PmsSyncComponent", "hotel").returncode == 0
+    (defs / "hotel" / "units.csv").write_text(STARTER_UNITS)
+    (defs / "hotel" / "bookings.csv").write_text(STARTER_BOOKINGS)
+    service = {
+        "PMS_SYNC_BASE_URL": clean_sandbox.base_url,
+        "PMS_SYNC_TOKEN": "demo-token",
+        "PMS_SYNC_SNAPSHOT": str(project / "snapshot.duckdb"),
+    }
+
+    launched = dg(
+        project,
+        *("launch", "--job", "hotel_sync", "--partition-range", "2025-01...2025-12"),
+        env=service,
+    )
+
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert clean_sandbox.count("demo", "accommodation") == 2
+    assert clean_sandbox.count("demo", "reservation") == 2
+    with dg_api.DagsterInstance.from_config(str(project / ".dagster_home")) as instance:
+        (run,) = instance.get_runs()
+        assert run.status == dg_api.DagsterRunStatus.SUCCESS
+        records = instance.get_records_for_run(run.run_id).records
+        events = [r.event_log_entry.dagster_event for r in records]
+        starts = [e for e in events if e is not None and e.event_type_value == "STEP_START"]
+        months = {
+            e.partition
+            for e in events
+            if e is not None
+            and e.event_type_value == "ASSET_MATERIALIZATION"
+            and e.asset_key == dg_api.AssetKey(["hotel", "synced_reservations"])
+        }
+    # Every step (mapping, checks, syncs) ran in the run's one process, and each month of
+    # the range still has its own materialization.
+    assert len(starts) >= 4
+    assert len({event.pid for event in starts}) == 1
+    assert months == {f"2025-{month:02d}" for month in range(1, 13)}
