@@ -10,9 +10,11 @@ the job's own executor runs its steps), over every month of the export. With ``-
 same Dagster run from another checkout (e.g. ``git worktree add --detach /tmp/before REV``)
 is a third member of each round, so a before/after ratio comes from one run of the bench.
 
-CPU of a Dagster run is that of the processes the run started (the run worker and its step
-processes, sampled from /proc); the daemon's and the code server's polling is reported apart.
-Wall is the run's own start to end, and from its creation (queue and launch included).
+Each deployment stays up for every round and is warm (one run done first, not measured), as a
+deployment's daemon and code server are. CPU of a Dagster run is that of the processes the run
+started (its run process and any step processes, sampled from /proc); the daemon's and the code
+server's own work meanwhile is reported apart. Wall is the run's own start to end, and from its
+creation (queue and launch included).
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.dagster_deployment import ROOT, boot_ticks, dagster_deployment
+from bench.dagster_deployment import ROOT, Deployment, boot_ticks, dagster_deployment
 from bench.data import Dataset, prepare
 
 PMS_SYNC = Path(sys.executable).with_name("pms-sync")
@@ -89,27 +94,74 @@ def full_range(folder: Path) -> dict[str, str]:
     return {**full_range_tags(months), "pms_sync/trigger": "nightly"}
 
 
-def dagster_run(tree: Path, folder: Path, env: dict[str, str], work: Path) -> dict[str, Any]:
-    """One run of ``hotel_sync`` in a fresh deployment of ``tree``'s code location."""
-    with dagster_deployment(work, {**env, "PMS_SYNC_MAPPINGS_DIR": str(folder)}, 1, tree) as dep:
-        tags = full_range(folder)
-        deployment_cpu = dep.cpu.total()
-        since = boot_ticks()
-        run_ids = dep.submit("hotel_sync", [tags], accounts="")
-        (run,) = dep.wait_for(run_ids, timeout=3600)
-        run_cpu = dep.cpu.started_since(since)
-        deployment_cpu = dep.cpu.total() - deployment_cpu - run_cpu
-        if run["status"] != "SUCCESS":
-            raise RuntimeError(f"the Dagster run failed: see {dep.home}")
+# psycopg2 named explicitly: SQLAlchemy's default PostgreSQL driver is psycopg 3, whose
+# parameters Dagster's NOTIFY statement does not take.
+POSTGRES_STORAGE = """\
+storage:
+  postgres:
+    postgres_url: postgresql+psycopg2://postgres@127.0.0.1:5432/{database}
+"""
+
+
+@contextmanager
+def instance_storage(kind: str) -> Iterator[str]:
+    """The ``storage:`` section of a fresh instance: SQLite files in its home (Dagster's
+    default, what ``dagster dev`` uses), or a new database on the local PostgreSQL (what a
+    deployment runs on), dropped afterwards."""
+    if kind == "sqlite":
+        yield ""
+        return
+    import psycopg
+
+    database = f"dagster_bench_{uuid.uuid4().hex[:8]}"
+    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {database}")
+    try:
+        yield POSTGRES_STORAGE.format(database=database)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+@contextmanager
+def deployment_of(
+    tree: Path, folder: Path, env: dict[str, str], work: Path, storage: str
+) -> Iterator[Deployment]:
+    """A deployment serving ``tree``'s code location, warm: one run done (its code server
+    loaded, its storage written once) before any is measured."""
+    dagster_env = {**env, "PMS_SYNC_MAPPINGS_DIR": str(folder)}
+    with (
+        instance_storage(storage) as section,
+        dagster_deployment(work, dagster_env, 1, tree, section) as deployment,
+    ):
+        dagster_run(deployment, folder)
+        yield deployment
+
+
+def dagster_run(deployment: Deployment, folder: Path) -> dict[str, Any]:
+    """One run of ``hotel_sync`` over every month, as the daemon launches it."""
+    deployment_cpu = deployment.cpu.total()
+    since = boot_ticks()
+    run_ids = deployment.submit("hotel_sync", [full_range(folder)], accounts="")
+    (run,) = deployment.wait_for(run_ids, timeout=3600)
+    run_cpu = deployment.cpu.started_since(since)
+    processes = deployment.cpu.breakdown_since(since)
+    deployment_cpu = deployment.cpu.total() - deployment_cpu - run_cpu
+    if run["status"] != "SUCCESS":
+        raise RuntimeError(f"the Dagster run failed: see {deployment.home}")
     return {
         "cpu_seconds": run_cpu,
         "wall_seconds": run["ended"] - run["started"],
         "created_to_end_seconds": run["ended"] - run["created"],
         "daemon_cpu_seconds": deployment_cpu,
+        "processes": processes,
     }
 
 
-def measure(size: int, pairs: int, before: Path | None, work: Path, sandbox: Any) -> dict[str, Any]:
+def measure(
+    size: int, pairs: int, before: Path | None, work: Path, sandbox: Any, storage: str
+) -> dict[str, Any]:
     dataset = prepare(size)
     folder = connection_folder(dataset, work)
     mapping = folder / "hotel" / "mapping.yaml"
@@ -122,25 +174,34 @@ def measure(size: int, pairs: int, before: Path | None, work: Path, sandbox: Any
     }
     first = cli_run(mapping, env)
     print(f"[dagster-cost] first sync {first}", file=sys.stderr, flush=True)
-    sides = {"cli": lambda: cli_run(mapping, env)}
-    sides["dagster"] = lambda: dagster_run(ROOT, folder, env, work)
-    if before is not None:
-        sides["dagster_before"] = lambda: dagster_run(before, folder, env, work)
+    trees = {"dagster": ROOT, **({"dagster_before": before} if before is not None else {})}
     rounds: list[dict[str, dict[str, Any]]] = []
-    for number in range(1, pairs + 1):
-        measured: dict[str, dict[str, Any]] = {}
-        for side, run in sides.items():
-            measured[side] = run()
-            print(
-                f"[dagster-cost] round {number} {side} {json.dumps(measured[side])} "
-                f"(load {os.getloadavg()[0]:.2f})",
-                file=sys.stderr,
-                flush=True,
-            )
-        if measured["cli"]["requests"] != 0:
-            raise RuntimeError("the nightly run sent requests: the export changed between runs")
-        rounds.append(measured)
-    return {"size": size, "first_sync": first, "rounds": rounds, "ratios": ratios(rounds)}
+    with ExitStack() as stack:
+        deployments = {
+            side: stack.enter_context(deployment_of(tree, folder, env, work, storage))
+            for side, tree in trees.items()
+        }
+        for number in range(1, pairs + 1):
+            measured = {"cli": cli_run(mapping, env)}
+            for side, deployment in deployments.items():
+                measured[side] = dagster_run(deployment, folder)
+            for side, figures in measured.items():
+                print(
+                    f"[dagster-cost] round {number} {side} {json.dumps(figures)} "
+                    f"(load {os.getloadavg()[0]:.2f})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if measured["cli"]["requests"] != 0:
+                raise RuntimeError("the nightly run sent requests: the export changed")
+            rounds.append(measured)
+    return {
+        "size": size,
+        "storage": storage,
+        "first_sync": first,
+        "rounds": rounds,
+        "ratios": ratios(rounds),
+    }
 
 
 def ratios(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float]]:
@@ -170,6 +231,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000, help="reservations")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--before", type=Path, default=None, help="a checkout to compare with")
+    parser.add_argument(
+        "--storage",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the Dagster instance's storage (postgres: a new database on 127.0.0.1:5432)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON")
     arguments = parser.parse_args()
     from connector.sandbox.testing import sandbox_process
@@ -177,7 +244,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pms-dagster-cost-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         with sandbox_process(work / "sandbox") as sandbox:
-            result = measure(arguments.size, arguments.pairs, arguments.before, work, sandbox)
+            result = measure(
+                arguments.size,
+                arguments.pairs,
+                arguments.before,
+                work,
+                sandbox,
+                arguments.storage,
+            )
         shutil.rmtree(work / "mappings", ignore_errors=True)
     text = json.dumps(result, indent=2)
     if arguments.out:

@@ -64,6 +64,7 @@ class SessionCpu:
     session: int
     interval: float = 0.25
     _seen: dict[tuple[int, float], float] = field(default_factory=dict)
+    _commands: dict[tuple[int, float], str] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -87,11 +88,23 @@ class SessionCpu:
             # A process is (pid, start time): a reused pid is another process.
             key = (int(entry.name), float(fields[19]))
             self._seen[key] = (int(fields[11]) + int(fields[12])) / tick
+            if key not in self._commands:
+                self._commands[key] = _command_of(entry)
 
     def total(self) -> float:
         """CPU seconds so far of every process the session had."""
         self.sample()
         return sum(self._seen.values())
+
+    def breakdown_since(self, ticks: float) -> dict[str, float]:
+        """CPU seconds per command of the processes ``started_since`` counts."""
+        self.sample()
+        found: dict[str, float] = {}
+        for key, cpu in self._seen.items():
+            if key[1] >= ticks:
+                name = self._commands.get(key, "?")
+                found[name] = round(found.get(name, 0.0) + cpu, 2)
+        return found
 
     def started_since(self, ticks: float) -> float:
         """CPU seconds of the session's processes started at or after ``ticks`` (clock ticks
@@ -102,6 +115,16 @@ class SessionCpu:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def _command_of(process: Path) -> str:
+    """A process's command, shortened to what tells the processes of a deployment apart."""
+    try:
+        words = (process / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    text = [word.decode(errors="replace") for word in words if word]
+    return " ".join(Path(text[0]).name.split() + text[1:4]) if text else "?"
 
 
 def boot_ticks() -> float:
@@ -171,14 +194,19 @@ class Deployment:
 
 @contextmanager
 def dagster_deployment(
-    work: Path, env: Mapping[str, str], max_concurrent_runs: int, root: Path = ROOT
+    work: Path,
+    env: Mapping[str, str],
+    max_concurrent_runs: int,
+    root: Path = ROOT,
+    storage: str = "",
 ) -> Iterator[Deployment]:
     """A fresh Dagster instance in ``work`` with its daemon running, stopped at the end;
-    ``root``: the tree whose code location it serves (another checkout for a before/after)."""
+    ``root``: the tree whose code location it serves (another checkout for a before/after);
+    ``storage``: a ``storage:`` section of dagster.yaml (SQLite files in the home without)."""
     home = work / f"dagster-home-{uuid.uuid4().hex[:8]}"
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(
-        _DAGSTER_YAML.format(max_concurrent_runs=max_concurrent_runs)
+        _DAGSTER_YAML.format(max_concurrent_runs=max_concurrent_runs) + storage
     )
     workspace = home / "workspace.yaml"
     workspace.write_text(_WORKSPACE_YAML.format(root=root, location=LOCATION))

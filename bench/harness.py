@@ -30,7 +30,7 @@ FULL_PUSH_MAX = int(os.environ.get("BENCH_FULL_PUSH_MAX", "10000"))
 # Up to this size the floor's documents are compared with pms-sync's, byte for byte.
 FLOOR_CHECK_MAX = int(os.environ.get("BENCH_FLOOR_CHECK_MAX", "100000"))
 
-SCENARIOS = ("map", "diff", "first", "noop", "change", "floor", "push", "naive", "dlt")
+SCENARIOS = ("map", "diff", "first", "noop", "change", "floor", "push", "dagster", "naive", "dlt")
 
 
 def run_stage(name: str, **arguments: Any) -> dict[str, Any]:
@@ -302,6 +302,17 @@ class SizeRun:
         """Records of a full first run (what a stateless peer sends on every run)."""
         self._ensure_full()
         return int(self.results["first"]["requests"])
+
+    def scenario_dagster(self) -> dict[str, Any]:
+        """A nightly run with nothing changed through Dagster against the CLI's, interleaved
+        (bench/dagster_cost.py), on a snapshot of its own."""
+        from bench.dagster_cost import measure
+
+        work = self.work / "dagster"
+        work.mkdir(exist_ok=True)
+        self.sandbox.reset()
+        result = measure(self.dataset.size, self.runs, None, work, self.sandbox, "sqlite")
+        return {"ratios": result["ratios"], "rounds": result["rounds"]}
 
     def scenario_naive(self) -> dict[str, Any]:
         """The naive script keeps no state: its no-change run is the same work as its first."""

@@ -176,6 +176,23 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
             )
         if r.get("floor"):
             table += _floor_rows(r["floor"], size, label)
+        if r.get("dagster"):
+            ratios = r["dagster"]["ratios"]
+            medians, versus = ratios["medians"], ratios["dagster_vs_cli"]
+            table.append(
+                [
+                    "nightly, nothing changed, through Dagster ÷ the CLI (CPU, wall)",
+                    label,
+                    "≤ 1.5x at 10k, ≤ 1.2x at 1M",
+                    f"CPU {_s(medians['dagster_cpu_seconds'])} vs "
+                    f"{_s(medians['cli_cpu_seconds'])} = {versus['cpu_seconds']:.1f}x; wall "
+                    f"{_s(medians['dagster_wall_seconds'])} vs "
+                    f"{_s(medians['cli_wall_seconds'])} = {versus['wall_seconds']:.1f}x",
+                    "",
+                    "",
+                    "",
+                ]
+            )
         if r.get("push"):
             p = r["push"]
             table.append(
