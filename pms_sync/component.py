@@ -169,7 +169,10 @@ def folder_definitions(
                 connection, project_root, resources
             )
             for connection in discover(folder)
-        )
+        ),
+        # Runs of an asset selection (the UI's Materialize) run in one process too, as the
+        # connections' jobs do (pms_sync.jobs); a host project keeps its own default.
+        dg.Definitions(executor=dg.in_process_executor),
     )
 
 

@@ -157,6 +157,17 @@ def test_bundled_mappings_load_as_the_code_location() -> None:
     assert len(list(defs.schedules)) == len(names)
 
 
+def test_the_jobs_and_runs_of_an_asset_selection_run_their_steps_in_one_process() -> None:
+    from assets.definitions import defs
+
+    repository = defs.get_repository_def()
+    jobs = [repository.get_job(job.name) for job in defs.jobs]
+    assets_job = repository.get_implicit_global_asset_job_def()
+
+    assert jobs and all(job.executor_def is dg.in_process_executor for job in jobs)
+    assert assets_job.executor_def is dg.in_process_executor
+
+
 def test_the_components_attributes_in_a_defs_yaml_name_the_state_folder_and_the_partitions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
