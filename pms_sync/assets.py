@@ -58,6 +58,7 @@ from pms_sync.partition_reports import (
     partition_check_events,
     partition_history,
     partition_windows,
+    scoped_records,
 )
 from pms_sync.partitions import window_of
 from pms_sync.resources import (
@@ -271,8 +272,10 @@ def _mapped_reservations(
             batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files, accounts)
         # Each partition's materialization carries its month's (and account's) records and problems.
         by_partition = {}
-        for key, scope in partition_windows(context).items():
-            metadata = mapped_metadata(scope.records(batch.records))
+        scopes = partition_windows(context)
+        for key, part in scoped_records(batch.records, scopes).items():
+            scope = scopes[key]
+            metadata = mapped_metadata(part)
             del metadata["validated_before"]  # counted for the whole run only
             metadata["window"] = dg.MetadataValue.text(
                 f"{scope.window.start} .. {scope.window.end}"
@@ -812,9 +815,13 @@ def _synced_reservations(
         # A run of several accounts (a rectangle of one month) splits by account too; the
         # partitions name accounts as the export does, report_within resolves external ids.
         several = len({scope.account for scope in scopes.values()}) > 1
+        # Each month's records, split once; report_within narrows a month's to its account.
+        months = scoped_records(
+            mapped.records, {key: replace(scope, account=None) for key, scope in scopes.items()}
+        )
         for partition, scope in scopes.items():
             only = {scope.account} if several and scope.account is not None else None
-            part = report_within(report, mapped.records, scope.window, only)
+            part = report_within(report, months[partition], scope.window, only)
             counts = current_counts(part, str(Entity.RESERVATION))
             metadata = sync_metadata(part, str(Entity.RESERVATION))
             for name in RUN_LEVEL_SYNC_KEYS:

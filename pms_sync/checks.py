@@ -25,7 +25,7 @@ from pms_sync.assets import SNAPSHOT_POOL, check_severity, connection_keys, enti
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
-from pms_sync.partition_reports import partition_check_events, partition_scopes
+from pms_sync.partition_reports import partition_check_events, partition_scopes, scoped_records
 from pms_sync.resources import SnapshotResource, SyncChecksResource
 from pms_sync.storage import OPTIONAL_INPUT
 
@@ -59,7 +59,7 @@ def month_batches(
     """The run's mapped reservations, partition by partition (month, or account and month;
     rows without a check-in in every month)."""
     scopes = partition_scopes(context.op_execution_context.partition_keys, partitions)
-    return {key: scope.records(batch) for key, scope in scopes.items()}
+    return scoped_records(batch, scopes)
 
 
 def _per_month(

@@ -22,7 +22,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from connector.pipeline import records_within
+from connector.pipeline import records_by_window
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import SUCCESSFUL_RUN_STATUSES
 from pms_sync.account_partitions import account_of
@@ -40,11 +40,6 @@ class PartitionScope:
     window: DateWindow
     account: str | None = None
 
-    def records(self, batch: MappedRecords) -> MappedRecords:
-        """The partition's part of the run's mapped records."""
-        part = records_within(batch, self.window)
-        return part if self.account is None else part.of_accounts({self.account})
-
 
 def partition_scopes(
     keys: Iterable[str], partitions: dg.PartitionsDefinition | None
@@ -56,6 +51,21 @@ def partition_scopes(
             window_of(partitions.time_window_for_partition_key(key)), account_of(key)
         )
         for key in keys
+    }
+
+
+def scoped_records(
+    batch: MappedRecords, scopes: Mapping[str, PartitionScope]
+) -> dict[str, MappedRecords]:
+    """Each partition's part of the run's mapped records, the batch split by month once."""
+    by_window = records_by_window(batch, {scope.window for scope in scopes.values()})
+    return {
+        key: (
+            by_window[scope.window]
+            if scope.account is None
+            else by_window[scope.window].of_accounts({scope.account})
+        )
+        for key, scope in scopes.items()
     }
 
 

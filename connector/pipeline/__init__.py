@@ -38,6 +38,7 @@ from connector.pipeline._verdict import (
     verdict_of_error,
 )
 from connector.pipeline._windowed_report import (
+    records_by_window,
     records_within,
     report_within,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "plan_request",
     "plan_sync",
     "plan_to_file",
+    "records_by_window",
     "records_within",
     "report_within",
     "run_request",

@@ -15,7 +15,7 @@ the plan kept its reservations' tally per check-in day.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from datetime import date
 
@@ -79,22 +79,32 @@ def _as_report_names(
 def records_within(batch: MappedRecords, window: DateWindow) -> MappedRecords:
     """The records with check-in in ``window``, and the problems of rows in it or of rows
     whose check-in could not be read."""
+    return records_by_window(batch, [window])[window]
+
+
+def records_by_window(
+    batch: MappedRecords, windows: Iterable[DateWindow]
+) -> dict[DateWindow, MappedRecords]:
+    """``records_within`` of each window, the check-ins read once for all of them."""
     checkin = pd.to_datetime(batch.records["checkin"])
-    inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
-    quarantine = batch.quarantine
-    if len(quarantine):
-        days = quarantine["checkin"].fillna("").astype(str)
-        keep = [_row_in(day, window) for day in days]
-        quarantine = quarantine.loc[keep]
-    records = batch.records.loc[inside.to_numpy()].reset_index(drop=True)
-    return MappedRecords(
-        entity=batch.entity,
-        records=records,
-        quarantine=quarantine.reset_index(drop=True),
-        known_valid=0,  # counted for the whole batch only
-        present_elsewhere=batch.present_elsewhere,
-        carried=int(records["payload"].isna().sum()),  # carried over by fingerprint
-    )
+    days = batch.quarantine["checkin"].fillna("").astype(str) if len(batch.quarantine) else None
+    parts: dict[DateWindow, MappedRecords] = {}
+    for window in windows:
+        inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
+        quarantine = batch.quarantine
+        if days is not None:
+            quarantine = quarantine.loc[[_row_in(day, window) for day in days]]
+        records = batch.records.loc[inside.to_numpy()].reset_index(drop=True)
+        parts[window] = MappedRecords(
+            entity=batch.entity,
+            records=records,
+            quarantine=quarantine.reset_index(drop=True),
+            known_valid=0,  # counted for the whole batch only
+            present_elsewhere=batch.present_elsewhere,
+            account_is_external_id=batch.account_is_external_id,
+            carried=int(records["payload"].isna().sum()),  # carried over by fingerprint
+        )
+    return parts
 
 
 def _row_in(day: object, window: DateWindow) -> bool:
