@@ -196,7 +196,7 @@ def _map(
         },
         accounts=accounts,
     )
-    records = batches.get(entity) or MappedRecords(entity)
+    records = (batches.get(entity) or MappedRecords(entity)).contiguous()
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
 
 

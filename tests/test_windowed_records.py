@@ -59,3 +59,17 @@ def test_each_window_gets_what_records_within_gives_it() -> None:
     # The row whose check-in could not be read is a problem of every month.
     assert parts[may].quarantine["account_id"].tolist() == ["acc-2"]
     assert parts[april].quarantine["account_id"].tolist() == ["acc-1", "acc-2"]
+
+
+def test_contiguous_records_hold_each_arrow_column_in_one_chunk_and_the_same_values() -> None:
+    import pyarrow as pa
+
+    ids = pa.chunked_array([["B1", "B2"], ["B3"], ["B4"]])
+    batch = _batch()
+    batch.records["record_id"] = pd.arrays.ArrowExtensionArray(ids)
+
+    whole = batch.contiguous()
+
+    assert whole.records["record_id"].array.__arrow_array__().num_chunks == 1
+    assert whole.records.equals(batch.records)
+    assert whole.contiguous() is whole  # nothing left to combine
