@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import settings
 
 from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
 
@@ -18,6 +19,14 @@ os.environ.setdefault("PMS_SYNC_EXPORT_SETTLE_SECONDS", "0.05")
 # Every record the mapping engine accepts without the contract model is checked against the
 # model and the Python canonical form as well: any mapping a test runs proves the fast path.
 os.environ.setdefault("PMS_SYNC_VERIFY_FAST_PATH", "1")
+
+# Hypothesis budgets of the pure properties (no server, no files): `suite` keeps `make test`
+# within its minutes and still explores; `HYPOTHESIS_PROFILE=deep` (`make soak`, nightly) searches
+# twenty times longer. Both build on the profile Hypothesis loaded (its `ci` one under
+# CI=true). Properties that run syncs set their own budgets (PMS_SYNC_*_EXAMPLES).
+settings.register_profile("suite", settings(max_examples=100))
+settings.register_profile("deep", settings(max_examples=2000))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 @pytest.fixture(scope="session")
