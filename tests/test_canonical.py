@@ -95,7 +95,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # max_examples: the profile (tests/conftest.py)
 @given(_JSON_VALUES)
 def test_canonical_json_is_exactly_what_json_dumps_writes(value):
     # The fast path (orjson) must never change the text: hashes and stored payloads depend on it.

@@ -196,9 +196,7 @@ def test_the_predicates_cover_every_rule_of_the_contract_a_mapping_reaches() -> 
             assert query.unchecked == [], (mapping, query.entity, query.unchecked)
 
 
-@settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_predicate_never_passes_a_value_the_contract_model_refuses(data: st.DataObject) -> None:
     model, member, kind, predicate, validator = data.draw(st.sampled_from(COMPILED))

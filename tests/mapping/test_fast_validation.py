@@ -47,7 +47,7 @@ def _accepts(validate, document: dict) -> bool:
     return True
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)  # max_examples: the profile (tests/conftest.py)
 @given(
     st.sampled_from(["date", "timestamp", "hh_mm", "half_hour", "country", "currency"]),
     _DATE_LIKE | _TIMESTAMP_LIKE | _TIME_LIKE | _CODE_LIKE,

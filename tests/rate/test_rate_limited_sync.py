@@ -18,15 +18,16 @@ def reservations_in_received_order(service: SandboxHandle, account: str = "demo"
     return [r["id"] for r in sorted(records, key=lambda r: r["firstSeq"])]
 
 
-def test_a_sync_of_300_changes_under_limits_gets_no_429_and_arrives_in_urgency_order(
+def test_a_sync_of_160_changes_under_limits_gets_no_429_and_arrives_in_urgency_order(
     service: SandboxHandle, snapshot_file: Path
 ) -> None:
-    source = hotel(units=20, reservations=280)  # check-ins from 140 days ago to 140 ahead
+    # Check-ins from 70 days ago to 70 ahead; two "minutes" of requests, so both limits bind.
+    source = hotel(units=20, reservations=140)
 
     report = sync_batches(batches_of(source), limited_settings(service.base_url, snapshot_file))
 
-    assert report.outcomes["acknowledged"] == 300
-    assert sync_statuses(service.stats()) == {"200": 300}
+    assert report.outcomes["acknowledged"] == 160
+    assert sync_statuses(service.stats()) == {"200": 160}
     assert report.push.throttled == 0
     planned = report.plan.changes
     planned_ids = list(planned.loc[planned["entity"] == str(Entity.RESERVATION), "record_id"])
@@ -70,7 +71,7 @@ def test_a_second_client_sharing_the_token_is_adapted_to_and_its_429s_are_counte
 def test_a_budget_of_50_sends_the_50_most_urgent_and_the_next_run_sends_the_rest_once(
     service: SandboxHandle, snapshot_file: Path
 ) -> None:
-    source = hotel(units=10, reservations=290)
+    source = hotel(units=10, reservations=140)
     budgeted = limited_settings(service.base_url, snapshot_file, budget=Budget(max_requests=50))
 
     first = sync_batches(batches_of(source), budgeted)
@@ -81,10 +82,10 @@ def test_a_budget_of_50_sends_the_50_most_urgent_and_the_next_run_sends_the_rest
     most_urgent = set(first.plan.changes["record_id"].head(50))
     assert sent_first == most_urgent
     assert first.outcomes["acknowledged"] == 50
-    assert sum(first.push.deferred.values()) == 250
+    assert sum(first.push.deferred.values()) == 100
     assert first.status == "incomplete"
-    assert second.plan.request_count == 250
-    assert second.outcomes["acknowledged"] == 250
+    assert second.plan.request_count == 100
+    assert second.outcomes["acknowledged"] == 100
     assert third.plan.request_count == 0
-    assert sync_statuses(service.stats()) == {"200": 300}  # nothing sent twice
+    assert sync_statuses(service.stats()) == {"200": 150}  # nothing sent twice
     assert all(r["firstSeq"] == r["lastSeq"] for r in service.records())

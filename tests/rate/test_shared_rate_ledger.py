@@ -19,11 +19,12 @@ ACCOUNTS = ("demo", "demo-2")  # both written with demo-token: one token, one se
 def concurrent_syncs(
     service: SandboxHandle, snapshot_of: Callable[[str], Path | str]
 ) -> dict[str, SyncReport]:
-    """The two accounts synced at once, 150 changes each, with the same token."""
+    """The two accounts synced at once, 80 changes each, with the same token: a few
+    seconds of pushing at the minute limit, enough for separate logs to collide."""
     reports: dict[str, SyncReport] = {}
 
     def run(account: str) -> None:
-        source = hotel(account=account, units=10, reservations=140)
+        source = hotel(account=account, units=10, reservations=70)
         settings = limited_settings(service.base_url, snapshot_of(account), concurrency=8)
         reports[account] = sync_batches(batches_of(source), settings, mapping=account)
 
@@ -47,11 +48,11 @@ def test_two_runs_sharing_a_token_on_one_postgresql_snapshot_get_no_429(
     statuses = sync_statuses(service.stats())
     for reports in (separate, shared):
         assert {a: r.outcomes["acknowledged"] for a, r in reports.items()} == {
-            "demo": 150,
-            "demo-2": 150,
+            "demo": 80,
+            "demo-2": 80,
         }, delivery_summary(reports)
-    assert statuses == {"200": 300}  # not one 429: each request was admitted against both runs
+    assert statuses == {"200": 160}  # not one 429: each request was admitted against both runs
     assert sum(r.push.throttled for r in shared.values()) == 0
     # The premise: with separate logs each run paces only itself and learns of the other from
-    # the headers after the fact, so they collide (48 of 300 requests refused in one run).
+    # the headers after the fact, so they collide (dozens of requests refused).
     assert separate_429 > 0

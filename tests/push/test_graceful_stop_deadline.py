@@ -1,0 +1,85 @@
+"""`pms-sync sync` stopped by its deadline (`--max-duration`) or postponed by an enormous
+Retry-After: a real subprocess against the sandbox over loopback, a real DuckDB or PostgreSQL
+snapshot. The signals are test_graceful_stop.py's (apart, so two workers share the minutes)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from stop_samples import (
+    converges,
+    document_of,
+    prepare,
+    source_of,
+    start_sync,
+)
+
+from connector.sandbox.testing import SandboxHandle
+
+
+def test_a_retry_after_past_the_deadline_postpones_the_accounts_at_once(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
+    source = source_of(mapping)
+    service.set_faults(rate_limit_rate=1.0, retry_after_s=999999999)
+    started = time.monotonic()
+    run = start_sync(mapping, env)
+    out, err = run.communicate(timeout=60)
+
+    assert run.returncode == 7, err.decode()[-2000:]
+    assert time.monotonic() - started < 30
+    document = document_of(out)
+    assert document["status"] == "stopped"
+    assert set(document["postponed_accounts"]) == {"demo", "hotel-a"}
+    assert "Retry-After" in document["postponed_accounts"]["demo"]
+    assert document["outcomes"]["acknowledged"] == 0
+    # Reservations whose units were postponed are held back, the rest pending.
+    assert document["outcomes"]["pending"] + document["held_back_total"] == len(source)
+    assert document["requests"] == 2  # one per account, none after
+    converges(service, mapping, 0, source)
+
+
+@pytest.mark.slow
+def test_max_duration_is_the_runs_deadline_the_push_stops_cleanly_at_it(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
+    source = source_of(mapping)
+    # About 25 s of push at 4 requests in flight: a 10 s deadline counted from the start leaves
+    # the process's start-up (slow on a loaded machine) and some of the push, never all of it.
+    service.set_faults(latency_ms=1000)
+    run = start_sync(mapping, env, "--max-duration", "10")
+    out, err = run.communicate(timeout=60)
+
+    assert run.returncode == 7, err.decode()[-2000:]
+    document = document_of(out)
+    assert document["status"] == "stopped"
+    assert document["stopped"] == "deadline"
+    acknowledged = document["outcomes"]["acknowledged"]
+    assert 0 < acknowledged < len(source)
+    assert service.count() == acknowledged
+    converges(service, mapping, acknowledged, source)
+
+
+@pytest.mark.slow
+def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
+    first = start_sync(mapping, env)
+    first.communicate(timeout=60)
+    assert first.returncode == 0
+    service.set_faults(latency_ms=400)  # the pass re-sends every record: ≈ 10 s
+    run = start_sync(mapping, env, "--reconcile", "--max-duration", "5")
+    out, err = run.communicate(timeout=60)
+
+    # Re-sends are not owed: what the deadline left, the next reconciliation resumes.
+    assert run.returncode == 0, err.decode()[-2000:]
+    document = document_of(out)
+    assert document["status"] == "succeeded"
+    assert document["outcomes"]["pending"] == 0
+    assert sum(document["resend"]["dropped_by_budget"].values()) > 0
+    assert document["resend"]["acknowledged"]["reconcile"] > 0
