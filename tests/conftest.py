@@ -94,6 +94,7 @@ LONG_MODULES: tuple[str, ...] = (
     "tests/dagster/test_account_partitions.py",
     "tests/reliability/test_trust_campaign.py",
     "tests/dagster/test_component.py",
+    "tests/dagster/test_ui_termination.py",
     "tests/safety/test_trust_rules.py",
     "tests/rate/test_rate_limited_sync.py",
     "tests/reliability/test_secret_leaks.py",
