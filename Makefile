@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m bench-scale-out ui-test
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m bench-10m bench-scale-out ui-test
 
 setup: $(STAMP)
 
@@ -90,6 +90,13 @@ bench: $(BENCH_STAMP)
 # BENCH_RUNS=3 for medians.
 bench-1m: $(BENCH_STAMP)
 	$(BIN)/python -m bench map,diff,noop,change,floor --size 1000000 --runs $${BENCH_RUNS:-1} --out bench/results-1m.json
+
+# Bounded memory (issue 39): 1M, 3M and 10M in one run: the first run without HTTP (seeded),
+# the nightly plan with nothing changed, 1 % changed, and the DuckDB-only floor interleaved.
+# The exports (about 2.4 GB of CSV at 10M) go to bench/data/ or $$BENCH_DATA.
+BENCH_10M_SIZES ?= 1000000 3000000 10000000
+bench-10m: $(BENCH_STAMP)
+	$(BIN)/python -m bench first,diff,change,floor $(foreach size,$(BENCH_10M_SIZES),--size $(size)) --runs $${BENCH_RUNS:-1} --out bench/results-10m.json
 
 # Scale-out (issue 17): 8 accounts x 10k reservations on a PostgreSQL snapshot (127.0.0.1:5432,
 # database test; BENCH_POSTGRES_URL), as Dagster runs (queued coordinator, daemon), one after
