@@ -31,8 +31,8 @@ def _batch() -> MappedRecords:
     )
     quarantine = empty_quarantine()
     quarantine = pd.DataFrame(
-        {column: [None, None] for column in quarantine.columns}
-        | {"account_id": ["acc-1", "acc-2"], "checkin": ["2025-04-10", None]}
+        {column: [None, None, None] for column in quarantine.columns}
+        | {"account_id": ["acc-1", "acc-2", "acc-3"], "checkin": ["2025-04-10", None, "31.04.25"]}
     )
     return MappedRecords(
         Entity.RESERVATION, records=records, quarantine=quarantine, account_is_external_id=True
@@ -56,9 +56,9 @@ def test_each_window_gets_what_records_within_gives_it() -> None:
     assert parts[march].records["record_id"].tolist() == ["B1", "B2"]
     assert parts[march].carried == 1
     assert parts[may].records.empty
-    # The row whose check-in could not be read is a problem of every month.
-    assert parts[may].quarantine["account_id"].tolist() == ["acc-2"]
-    assert parts[april].quarantine["account_id"].tolist() == ["acc-1", "acc-2"]
+    # The rows whose check-in could not be read (blank, malformed) are problems of every month.
+    assert parts[may].quarantine["account_id"].tolist() == ["acc-2", "acc-3"]
+    assert parts[april].quarantine["account_id"].tolist() == ["acc-1", "acc-2", "acc-3"]
 
 
 def test_contiguous_records_hold_each_arrow_column_in_one_chunk_and_the_same_values() -> None:

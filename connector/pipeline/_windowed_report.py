@@ -87,13 +87,21 @@ def records_by_window(
 ) -> dict[DateWindow, MappedRecords]:
     """``records_within`` of each window, the check-ins read once for all of them."""
     checkin = pd.to_datetime(batch.records["checkin"])
-    days = batch.quarantine["checkin"].fillna("").astype(str) if len(batch.quarantine) else None
+    # A problem row whose check-in cannot be read (blank, malformed, beyond pandas' dates) is
+    # read by every window's run, so it belongs to every window.
+    problem_day = pd.to_datetime(
+        batch.quarantine["checkin"].fillna("").astype(str).str[:10],
+        format="%Y-%m-%d",
+        errors="coerce",
+    )
+    unread = problem_day.isna()
     parts: dict[DateWindow, MappedRecords] = {}
     for window in windows:
-        inside = (checkin >= pd.Timestamp(window.start)) & (checkin < pd.Timestamp(window.end))
-        quarantine = batch.quarantine
-        if days is not None:
-            quarantine = quarantine.loc[[_row_in(day, window) for day in days]]
+        start, end = pd.Timestamp(window.start), pd.Timestamp(window.end)
+        inside = (checkin >= start) & (checkin < end)
+        quarantine = batch.quarantine.loc[
+            (unread | ((problem_day >= start) & (problem_day < end))).to_numpy()
+        ]
         records = batch.records.loc[inside.to_numpy()].reset_index(drop=True)
         parts[window] = MappedRecords(
             entity=batch.entity,

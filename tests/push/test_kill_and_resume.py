@@ -5,41 +5,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from push_samples import sandbox_state
+from stop_samples import PMS_SYNC, prepare
 
 from connector.pipeline import load_batches, sync_batches
 from connector.sandbox.testing import SandboxHandle
 from connector.settings import load_settings
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "mappings" / "hotel"
-PMS_SYNC = Path(sys.executable).with_name("pms-sync")  # the installed console script
 
 
 @pytest.mark.slow
 def test_a_sync_killed_mid_push_and_run_again_leaves_exactly_the_source_state(
     service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mapping = shutil.copytree(EXAMPLE, tmp_path / "hotel") / "mapping.yaml"
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"demo": "demo-token", "hotel-a": "hotel-a-token"}))
-    env = {
-        "PMS_SYNC_BASE_URL": service.base_url,
-        "PMS_SYNC_SNAPSHOT": str(snapshot_file),
-        "PMS_SYNC_TOKENS_FILE": str(tokens),
-        "PMS_SYNC_CONCURRENCY": "4",
-        "HOTEL_BER_ACCOUNT": "demo",
-        "HOTEL_MUC_ACCOUNT": "hotel-a",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
     batches, policy = load_batches(mapping)
     source = {
         (row.account_id, str(entity), row.record_id): json.loads(row.payload)
