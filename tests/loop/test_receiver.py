@@ -249,6 +249,11 @@ def test_a_receiver_secret_read_with_a_line_ending_is_stripped(tmp_path: Path) -
     assert "0123456789" not in str(refused.value)
 
 
+def _default_stop_signals() -> None:
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
     store = tmp_path / "events.duckdb"
@@ -264,7 +269,11 @@ def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": RECEIVER_SECRET},
+        # As a service manager starts it: an ignored SIGTERM would be inherited through exec,
+        # and uvicorn, after its graceful stop, re-raises the signal under that disposition.
+        preexec_fn=_default_stop_signals,
     )
+    inherited = signal.getsignal(signal.SIGTERM)
     try:
         assert process.stdout is not None
         banner = process.stdout.readline().decode()  # printed once the port is bound
@@ -276,5 +285,6 @@ def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
         code = process.wait(10)
 
     assert answer.json()["status"] == "stored"
-    assert code == -signal.SIGTERM  # a graceful shutdown, then the signal's own status
+    # A graceful shutdown, then the signal's own status.
+    assert code == -signal.SIGTERM, f"exit {code}; the test's SIGTERM handler {inherited!r}"
     assert len(new_events(store, "hotel").events) == 1
