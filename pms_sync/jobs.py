@@ -1,4 +1,4 @@
-"""One job per connection: every asset and check of its group, in dependency order."""
+"""One job per connection: every asset and check of its keys, in dependency order."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
     # Partitioning is inferred from the selected assets (reservations by month of check-in).
     return dg.define_asset_job(
         job_name(connection),
-        # The group holds the PMS exports too: external assets no job materializes.
-        selection=dg.AssetSelection.groups(connection.name).materializable(),
+        # By key, not group: a defs.yaml's post_processing may move assets to other groups.
+        # The PMS exports share the prefix: external assets no job materializes.
+        selection=dg.AssetSelection.key_prefixes([connection.name]).materializable(),
         description=(
             f"Map {connection.mapping.name}'s export, check it, and push the changes to the "
             "service: accommodations, then reservations of the run's check-in window."

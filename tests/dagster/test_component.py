@@ -227,3 +227,60 @@ def test_dg_launch_runs_the_connections_job_in_one_process_and_syncs_it(
     assert len(starts) >= 4
     assert len({event.pid for event in starts}) == 1
     assert months == {f"2025-{month:02d}" for month in range(1, 13)}
+
+
+def test_post_processing_in_defs_yaml_sets_groups_tags_and_owners(project: Path) -> None:
+    # Dagster's own asset post-processors (`post_processing:` beside `attributes:`), as
+    # dagster-sling's and dagster-dlt's components take them: here every asset of the
+    # connection moves to the team's group with its owner and a tag, the exports stay put.
+    defs = project / "src" / "guest_sync" / "defs"
+    assert dg(project, "scaffold", "defs", "pms_sync.PmsSyncComponent", "hotel").returncode == 0
+    for name, columns in (("units.csv", UNIT_COLUMNS), ("bookings.csv", BOOKING_COLUMNS)):
+        (defs / "hotel" / name).write_text(",".join(columns) + "\n")
+    with (defs / "hotel" / "defs.yaml").open("a") as file:
+        file.write(
+            "post_processing:\n"
+            "  assets:\n"
+            '    - target: "key:hotel/synced_*"\n'
+            "      attributes:\n"
+            "        group_name: guest_experience\n"
+            "        owners: [team:data]\n"
+            "        tags: {tier: gold}\n"
+        )
+
+    checked = dg(project, "check", "defs")
+    listed = dg(project, "list", "defs", "--json")
+
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert listed.returncode == 0, listed.stderr
+    assets = {asset["asset_key"]: asset for asset in json.loads(listed.stdout)["assets"]}
+    for key in ("hotel/synced_reservations", "hotel/synced_accommodations"):
+        assert assets[key]["group_name"] == "guest_experience", assets[key]
+        assert assets[key]["owners"] == [{"team": "data"}], assets[key]
+        assert {"key": "tier", "value": "gold"} in assets[key]["tags"], assets[key]
+    assert assets["hotel/mapped_reservations"]["group_name"] == "hotel"
+    # The connection's job still holds every asset it syncs, whatever their groups.
+    in_job = subprocess.run(
+        [sys.executable, "-c", JOB_ASSETS],
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert set(in_job.stdout.split()) == {
+        f"hotel/{name}"
+        for name in (
+            "mapped_accommodations",
+            "mapped_reservations",
+            "synced_accommodations",
+            "synced_reservations",
+            "accounts",
+        )
+    }
+
+
+JOB_ASSETS = """
+from guest_sync.definitions import defs
+job = defs().resolve_job_def("hotel_sync")
+print(*sorted(key.to_user_string() for key in job.asset_layer.executable_asset_keys))
+"""
