@@ -29,13 +29,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.dagster_deployment import ROOT, Deployment, boot_ticks, dagster_deployment
+from bench.dagster_deployment import (
+    ROOT,
+    Deployment,
+    boot_ticks,
+    dagster_deployment,
+    instance_storage,
+)
 from bench.data import Dataset, prepare
 from bench.harness import FULL_PUSH_MAX, run_stage
 
@@ -97,34 +102,6 @@ def full_range(folder: Path) -> dict[str, str]:
 
 # psycopg2 named explicitly: SQLAlchemy's default PostgreSQL driver is psycopg 3, whose
 # parameters Dagster's NOTIFY statement does not take.
-POSTGRES_STORAGE = """\
-storage:
-  postgres:
-    postgres_url: postgresql+psycopg2://postgres@127.0.0.1:5432/{database}
-"""
-
-
-@contextmanager
-def instance_storage(kind: str) -> Iterator[str]:
-    """The ``storage:`` section of a fresh instance: SQLite files in its home (Dagster's
-    default, what ``dagster dev`` uses), or a new database on the local PostgreSQL (what a
-    deployment runs on), dropped afterwards."""
-    if kind == "sqlite":
-        yield ""
-        return
-    import psycopg
-
-    database = f"dagster_bench_{uuid.uuid4().hex[:8]}"
-    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f"CREATE DATABASE {database}")
-    try:
-        yield POSTGRES_STORAGE.format(database=database)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-
-
 @contextmanager
 def deployment_of(
     tree: Path, folder: Path, env: dict[str, str], work: Path, storage: str

@@ -3,13 +3,13 @@ submitted to its queue, as a deployment of pms-sync runs them.
 
 ``dagster_deployment`` writes a ``DAGSTER_HOME`` whose ``dagster.yaml`` queues runs
 (``QueuedRunCoordinator``, ``max_concurrent_runs``) and launches each in a process of its own
-(``DefaultRunLauncher``; each run's steps in subprocesses: the multiprocess executor, Dagster's
-default), and a workspace naming pms-sync's code location (``assets/definitions.py``, configured
+(``DefaultRunLauncher``; each run's steps in that process: the connection job's in-process
+executor), and a workspace naming pms-sync's code location (``assets/definitions.py``, configured
 by the ``PMS_SYNC_*`` environment). It starts ``dagster-daemon run`` in a session of its own,
 which dequeues the runs; ``submit`` creates and submits runs the way ``dagster job launch``
 does (``python -m bench.dagster_deployment submit``, in the deployment's environment), and
 ``wait_for`` follows them to their end. CPU is the user + system time of every process of the
-daemon's session (daemon, code server, runs, step subprocesses), sampled from /proc.
+daemon's session (daemon, code servers, runs), sampled from /proc.
 """
 
 from __future__ import annotations
@@ -229,6 +229,34 @@ def dagster_deployment(
         cpu.stop()
         _stop_group(daemon)
         log.close()
+
+
+POSTGRES_STORAGE = """\
+storage:
+  postgres:
+    postgres_url: postgresql+psycopg2://postgres@127.0.0.1:5432/{database}
+"""
+
+
+@contextmanager
+def instance_storage(kind: str) -> Iterator[str]:
+    """The ``storage:`` section of a fresh instance: SQLite files in its home (Dagster's
+    default, what ``dagster dev`` uses), or a new database on the local PostgreSQL (what a
+    deployment runs on), dropped afterwards."""
+    if kind == "sqlite":
+        yield ""
+        return
+    import psycopg
+
+    database = f"dagster_bench_{uuid.uuid4().hex[:8]}"
+    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {database}")
+    try:
+        yield POSTGRES_STORAGE.format(database=database)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 def _create_storage(home: Path) -> None:

@@ -7,17 +7,20 @@ connection ``hotel`` whose reservations are partitioned by account and month
 ``acc-01``… by the mapping's lookup); one run per account over all its months, as the nightly
 schedule fans out (``pms_sync.account_partitions.per_account_requests``), queued in a fresh
 instance whose ``QueuedRunCoordinator`` allows 1 (sequential) or 4 (concurrent) runs at once,
-dequeued by ``dagster-daemon``, each run in its own process with the multiprocess executor
-(``bench/dagster_deployment.py``). Wall time is from the first run's creation to the last
-run's end; CPU is every process of the daemon's session (daemon, code server, runs, steps).
+dequeued by ``dagster-daemon``, each run in its own process with its steps in that process
+(the job's in-process executor), the instance's storage on PostgreSQL unless
+``--instance-storage sqlite`` (``bench/dagster_deployment.py``). Wall time is from the first
+run's creation to the last run's end; CPU is every process of the daemon's session (daemon,
+code servers, runs).
 
-The secondary modes (``--runner cli``) are the earlier measurement: each account is one connection (a copy of the hotel mapping named ``hotel-acc-NN``, its Berlin
-hotel's export sent to account ``acc-NN``), so the runs lock different scopes and proceed
-together (connector/snapshot/_locks.py). One connection per account rather than one connection
-run per account: the mass-change guard compares a run with the connection's last one, so a
-run of only one of its accounts would read the others as gone (docs/decisions.md). The concurrent runs are 4 ``pms-sync sync``
-processes at a time: what Dagster's multiprocess executor does with one step per account,
-without Dagster's own start-up per step (BENCHMARKS.md says which was measured).
+The secondary modes (``--runner cli``) are the earlier measurement: each account is one
+connection (a copy of the hotel mapping named ``hotel-acc-NN``, its Berlin hotel's export
+sent to account ``acc-NN``), so the runs lock different scopes and proceed together
+(connector/snapshot/_locks.py). One connection per account rather than one connection run per
+account: the mass-change guard compares a run with the connection's last one, so a run of only
+one of its accounts would read the others as gone (docs/decisions.md). The
+concurrent runs are 4 ``pms-sync sync`` processes at a time: what 4 Dagster runs at once do,
+without Dagster's own start-up and event writes (BENCHMARKS.md says which was measured).
 
 Reported per mode: wall time, requests and requests/s, CPU seconds of the sync processes and
 of the sandbox, and correctness: every record in the service exactly once (lost 0,
@@ -45,7 +48,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bench.dagster_deployment import dagster_deployment
+from bench.dagster_deployment import dagster_deployment, instance_storage
 from bench.data import BENCH_ANCHOR, HOTEL, ROOT, SEED, _generator
 
 PMS_SYNC = Path(sys.executable).with_name("pms-sync")
@@ -281,8 +284,10 @@ def measure_dagster(
     runs_at_once: int,
     sandbox: Any,
     work: Path,
+    storage: str = "postgresql",
 ) -> dict[str, Any]:
-    """One Dagster run per account, ``runs_at_once`` at a time, in a fresh instance."""
+    """One Dagster run per account, ``runs_at_once`` at a time, in a fresh instance whose
+    event log and runs are in ``storage`` (``bench.dagster_deployment.instance_storage``)."""
     import dagster as dg
 
     from pms_sync.account_partitions import accounts_definition, per_account_requests
@@ -297,7 +302,10 @@ def measure_dagster(
     )
     requests = per_account_requests(every_month, accounts, {"pms_sync/trigger": "bench"}, mode)
     dagster_env = {**env, "PMS_SYNC_MAPPINGS_DIR": str(mappings)}
-    with dagster_deployment(work, dagster_env, runs_at_once) as deployment:
+    with (
+        instance_storage(storage) as section,
+        dagster_deployment(work, dagster_env, runs_at_once, storage=section) as deployment,
+    ):
         requests_before, sandbox_before = _sync_requests(sandbox), _cpu_of(sandbox.process.pid)
         submit_cpu = _children_cpu()
         cpu_before = deployment.cpu.total()
@@ -346,6 +354,7 @@ def run_dagster_modes(
     sandbox: Any,
     work: Path,
     first_sync_only: bool = False,
+    storage: str = "postgresql",
 ) -> list[dict[str, Any]]:
     """Each mode into a fresh sandbox and snapshot: first sync, then a no-change pass."""
     mappings = dagster_export(
@@ -358,7 +367,9 @@ def run_dagster_modes(
         sizes: dict[str, int] = {}
         with fresh_schema(sizes) as snapshot:
             env = {**base_env, "PMS_SYNC_SNAPSHOT": snapshot}
-            first = measure_dagster(mode, mappings, accounts, env, at_once[mode], sandbox, work)
+            first = measure_dagster(
+                mode, mappings, accounts, env, at_once[mode], sandbox, work, storage
+            )
             first |= correctness(sandbox, reservations + rooms, accounts)
             # Printed now: the next mode resets the sandbox, and a long bench may be stopped.
             print(f"[scale-out] {json.dumps(first)}", file=sys.stderr, flush=True)
@@ -367,7 +378,14 @@ def run_dagster_modes(
                 if first_sync_only
                 else [
                     measure_dagster(
-                        f"{mode} no-change", mappings, accounts, env, at_once[mode], sandbox, work
+                        f"{mode} no-change",
+                        mappings,
+                        accounts,
+                        env,
+                        at_once[mode],
+                        sandbox,
+                        work,
+                        storage,
                     )
                 ]
             )
@@ -392,6 +410,13 @@ def main() -> None:
         choices=("dagster", "cli"),
         default="dagster",
         help="dagster: one Dagster run per account (queued, daemon); cli: pms-sync processes",
+    )
+    parser.add_argument(
+        "--instance-storage",
+        choices=("postgresql", "sqlite"),
+        default="postgresql",
+        help="the Dagster instance's runs and event log: a PostgreSQL database, as a "
+        "deployment has, or SQLite files in its home (dagster dev's default)",
     )
     parser.add_argument(
         "--first-sync-only",
@@ -452,6 +477,7 @@ def main() -> None:
                     sandbox,
                     work,
                     arguments.first_sync_only,
+                    arguments.instance_storage,
                 )
             workers_of = {"sequential": 1, "concurrent": arguments.workers}
             for mode in arguments.modes.split(",") if arguments.runner == "cli" else []:
