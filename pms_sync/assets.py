@@ -150,19 +150,43 @@ def entities_of(connection: Connection) -> set[Entity]:
     return set(connection.mapping.entities.keys())
 
 
+SyncStepEvent = dg.MaterializeResult | dg.AssetCheckEvaluation | dg.Output
+"""What a sync step yields: its materialization, its check results, its checks' outputs."""
+
+SyncExecute = Callable[
+    [dg.AssetExecutionContext, Entity, Iterator[SyncStepEvent]], Iterator[SyncStepEvent]
+]
+"""``PmsSyncComponent.execute``: runs a sync step by iterating its events (see there)."""
+
+
+def run_sync_step(
+    context: dg.AssetExecutionContext, entity: Entity, events: Iterator[SyncStepEvent]
+) -> Iterator[SyncStepEvent]:
+    """The sync step as it is: every event, unchanged."""
+    return events
+
+
 def build_assets(
-    connection: Connection, partitions: dg.PartitionsDefinition, pool: str | None = SNAPSHOT_POOL
+    connection: Connection,
+    partitions: dg.PartitionsDefinition,
+    pool: str | None = SNAPSHOT_POOL,
+    execute: SyncExecute = run_sync_step,
 ) -> list[dg.AssetsDefinition]:
     """The mapped and synced assets of the entities the connection's mapping defines; the
-    synced ones run in ``pool`` (``snapshot_pool``)."""
+    synced ones run in ``pool`` (``snapshot_pool``), each through ``execute``."""
     entities = entities_of(connection)
     built: list[dg.AssetsDefinition] = []
     if Entity.ACCOMMODATION in entities:
-        built += [_mapped_accommodations(connection), _synced_accommodations(connection, pool)]
+        built += [
+            _mapped_accommodations(connection),
+            _synced_accommodations(connection, pool, execute),
+        ]
     if Entity.RESERVATION in entities:
         built += [
             _mapped_reservations(connection, partitions),
-            _synced_reservations(connection, partitions, Entity.ACCOMMODATION in entities, pool),
+            _synced_reservations(
+                connection, partitions, Entity.ACCOMMODATION in entities, pool, execute
+            ),
         ]
     return built
 
@@ -675,7 +699,9 @@ def _runs_in_same_run(context: dg.AssetExecutionContext, key: dg.AssetKey) -> bo
     return key in context.job_def.asset_layer.asset_graph.get_all_asset_keys()
 
 
-def _synced_accommodations(connection: Connection, pool: str | None) -> dg.AssetsDefinition:
+def _synced_accommodations(
+    connection: Connection, pool: str | None, execute: SyncExecute
+) -> dg.AssetsDefinition:
     keys = connection_keys(connection.name)
 
     @dg.asset(
@@ -701,7 +727,17 @@ def _synced_accommodations(connection: Connection, pool: str | None) -> dg.Asset
         service: ServiceResource,
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
-    ) -> Iterator[dg.MaterializeResult]:
+    ) -> Iterator[SyncStepEvent]:
+        steps = _sync_accommodations(context, mapped, service, snapshot, sync_checks)
+        yield from execute(context, Entity.ACCOMMODATION, steps)
+
+    def _sync_accommodations(
+        context: dg.AssetExecutionContext,
+        mapped: MappedBatch,
+        service: ServiceResource,
+        snapshot: SnapshotResource,
+        sync_checks: SyncChecksResource,
+    ) -> Iterator[SyncStepEvent]:
         report = _guarded_sync(context, connection, mapped, service, snapshot, sync_checks)
         refused = _refused(report)
         for message in refused.values():
@@ -744,6 +780,7 @@ def _synced_reservations(
     partitions: dg.PartitionsDefinition,
     has_accommodations: bool,
     pool: str | None,
+    execute: SyncExecute,
 ) -> dg.AssetsDefinition:
     keys = connection_keys(connection.name)
     ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
@@ -781,7 +818,18 @@ def _synced_reservations(
         snapshot: SnapshotResource,
         sync_checks: SyncChecksResource,
         accommodations: SyncOutcome | None = None,
-    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckEvaluation | dg.Output]:
+    ) -> Iterator[SyncStepEvent]:
+        steps = _sync_reservations(context, mapped, service, snapshot, sync_checks, accommodations)
+        yield from execute(context, Entity.RESERVATION, steps)
+
+    def _sync_reservations(
+        context: dg.AssetExecutionContext,
+        mapped: MappedBatch,
+        service: ServiceResource,
+        snapshot: SnapshotResource,
+        sync_checks: SyncChecksResource,
+        accommodations: SyncOutcome | None,
+    ) -> Iterator[SyncStepEvent]:
         window = window_of(context.partition_time_window)
         if mapped.window != window:
             raise dg.Failure(

@@ -19,13 +19,15 @@ assets), and the resources every connection shares. pms-sync's own code location
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 from pydantic import BaseModel, Field, TypeAdapter
 
+from connector.contract import Entity
+from pms_sync.assets import SyncStepEvent
 from pms_sync.connections import Connection, dagster_name, discover, load_connection
 from pms_sync.factory import accepted_preview_apis, connection_definitions
 from pms_sync.resources import STATE_DIR_NAME, SnapshotResource, default_resources
@@ -135,8 +137,24 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         snapshot = resources.get("snapshot")
         location = snapshot.path if isinstance(snapshot, SnapshotResource) else None
         with accepted_preview_apis():
-            own = connection_definitions(connection, location)
+            own = connection_definitions(connection, location, self.execute)
         return dg.Definitions.merge(own, dg.Definitions(resources=resources))
+
+    def execute(
+        self,
+        context: dg.AssetExecutionContext,
+        entity: Entity,
+        events: Iterator[SyncStepEvent],
+    ) -> Iterator[SyncStepEvent]:
+        """Run one sync step (``synced_accommodations`` or ``synced_reservations``): the
+        override point of a subclass, as in Dagster's own integration components.
+
+        Iterating ``events`` runs the step: the push, then its materialization (with the
+        counts as metadata), its per-month check results, and at the end the step's failure
+        when the verdict asks for one. Code before the loop runs before the push, after it once
+        the step succeeded; every event must be yielded, changed or not (docs/dagster.md).
+        """
+        yield from events
 
     def state_path(self, project_root: Path) -> Path:
         path = Path(self.state_dir).expanduser()

@@ -14,7 +14,7 @@ import dagster as dg
 from connector.contract import Entity
 from pms_sync.account_partitions import build_accounts_sensor, reservation_partitions_of
 from pms_sync.accounts import build_accounts_asset
-from pms_sync.assets import build_assets, snapshot_pool
+from pms_sync.assets import SyncExecute, build_assets, run_sync_step, snapshot_pool
 from pms_sync.checks import build_checks
 from pms_sync.connections import Connection
 from pms_sync.events import build_events_definitions
@@ -47,7 +47,9 @@ def accepted_preview_apis() -> Iterator[None]:
         yield
 
 
-def connection_definitions(connection: Connection, snapshot: str | None = None) -> dg.Definitions:
+def connection_definitions(
+    connection: Connection, snapshot: str | None = None, execute: SyncExecute = run_sync_step
+) -> dg.Definitions:
     """Everything of one connection: the place where its definitions are assembled.
 
     The PMS exports (external assets), the mapped and synced assets and their checks, the job,
@@ -55,6 +57,7 @@ def connection_definitions(connection: Connection, snapshot: str | None = None) 
     (when configured) the reconciliation schedule; guest links, webhooks and received events
     where its mapping declares them. ``snapshot``: the snapshot location the code location's
     resources name, which decides the snapshot steps' pool (``pms_sync.assets.snapshot_pool``).
+    ``execute``: runs each sync step (``PmsSyncComponent.execute``).
     """
     settings = connection.dagster
     months = reservation_partitions(settings.partitions_start, settings.timezone)
@@ -69,7 +72,7 @@ def connection_definitions(connection: Connection, snapshot: str | None = None) 
     core = dg.Definitions(
         assets=[
             *export_specs(connection),
-            *build_assets(connection, partitions, pool),
+            *build_assets(connection, partitions, pool, execute),
             build_accounts_asset(connection, pool),
         ],
         asset_checks=build_checks(connection, partitions, pool),
