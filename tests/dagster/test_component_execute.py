@@ -44,9 +44,7 @@ def test_a_subclass_wraps_each_sync_step_and_sees_its_events(
     hotel = Export(tmp_path / "mappings" / "hotel", "hotel")
     hotel.write([unit(1), unit(2)], [booking(i, date(2025, 3, 1 + i)) for i in range(4)])
     AUDIT.clear()
-    defs = AuditedSync(mapping=str(hotel.mapping)).definitions(
-        hotel.mapping, tmp_path, resources
-    )
+    defs = AuditedSync(mapping=str(hotel.mapping)).definitions(hotel.mapping, tmp_path, resources)
 
     job = defs.resolve_job_def("hotel_sync")
     result = job.execute_in_process(

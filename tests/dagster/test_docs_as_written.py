@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from pms_sync.assets import SYNC_RETRY
+from pms_sync.component import PmsSyncComponent
 from pms_sync.partitions import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +89,16 @@ def test_every_python_example_runs_as_written(
     monkeypatch.syspath_prepend(str(ROOT))
     namespace: dict[str, Any] = {}
     exec(compile(example, "docs/dagster.md", "exec"), namespace)
+    subclasses = [
+        value
+        for value in namespace.values()
+        if isinstance(value, type)
+        and issubclass(value, PmsSyncComponent)
+        and value is not PmsSyncComponent
+    ]
+    if subclasses:  # the execute() example: a component of its own
+        assert all("execute" in vars(subclass) for subclass in subclasses)
+        return
     resources = namespace["resources"]
     assert {"service", "snapshot", "open_api"} <= set(resources)
     if "defs" in namespace:
