@@ -48,7 +48,7 @@ def _added_up(materializations: list[dg.AssetMaterialization]) -> dict[str, obje
 
 
 def _summary(result: dg.ExecuteInProcessResult, name: str) -> tuple[list[str], int]:
-    keys = connection_keys(name)
+    keys = connection_keys(dg.AssetKey([name]))
     lines, pushed = [], 0
     for key in (keys.synced_accommodations, keys.synced_reservations):
         materializations = result.asset_materializations_for_node(key.to_python_identifier())

@@ -164,9 +164,10 @@ def registered_accounts(instance: dg.DagsterInstance, connection: Connection) ->
 
 
 def no_accounts_yet(connection: Connection) -> dg.SkipReason:
+    accounts_asset = connection.asset_key("accounts").to_user_string()
     return dg.SkipReason(
         f"no account of {connection.name} is a partition yet: the sensor "
-        f"{connection.name}_accounts adds the mapping's accounts, {connection.name}/accounts "
+        f"{connection.name}_accounts adds the mapping's accounts, {accounts_asset} "
         "those its export names"
     )
 
@@ -188,6 +189,7 @@ def build_accounts_sensor(connection: Connection) -> dg.SensorDefinition | None:
     if not connection.partitioned_by_account:
         return None
     definition = accounts_definition(connection)
+    accounts_asset = connection.asset_key("accounts").to_user_string()
 
     @dg.sensor(
         name=f"{connection.name}_accounts",
@@ -196,7 +198,7 @@ def build_accounts_sensor(connection: Connection) -> dg.SensorDefinition | None:
         description=(
             f"Adds the accounts {connection.path.name} names (its account lookup or constant) "
             f"as partitions of {definition.name}. Accounts the export names by external id "
-            f"are added by {connection.name}/accounts."
+            f"are added by {accounts_asset}."
         ),
     )
     def accounts_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -204,7 +206,7 @@ def build_accounts_sensor(connection: Connection) -> dg.SensorDefinition | None:
         if declared is None:
             return dg.SkipReason(
                 f"{connection.path.name} takes its accounts from the export: materialize "
-                f"{connection.name}/accounts to add them"
+                f"{accounts_asset} to add them"
             )
         known = set(context.instance.get_dynamic_partitions(accounts_partitions_name(connection)))
         new = sorted(declared - known)

@@ -50,8 +50,8 @@ def build_accounts_asset(
 ) -> dg.AssetsDefinition:
     """``<name>/accounts`` and its check, fed by the mapped units (or the reservations). With
     account partitions, the accounts found become partitions (``pms_sync.account_partitions``)."""
-    keys = connection_keys(connection.name)
-    key = dg.AssetKey([connection.name, "accounts"])
+    keys = connection_keys(connection.asset_key())
+    key = connection.asset_key("accounts")
     options: dict[str, Any] = dict(
         key=key,
         group_name=connection.name,

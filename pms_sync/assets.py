@@ -137,12 +137,14 @@ class ConnectionKeys:
     synced_reservations: dg.AssetKey
 
 
-def connection_keys(name: str) -> ConnectionKeys:
+def connection_keys(root: dg.AssetKey) -> ConnectionKeys:
+    """The keys of the mapped and synced assets under a connection's ``root``
+    (``Connection.asset_key()``)."""
     return ConnectionKeys(
-        mapped_accommodations=dg.AssetKey([name, "mapped_accommodations"]),
-        mapped_reservations=dg.AssetKey([name, "mapped_reservations"]),
-        synced_accommodations=dg.AssetKey([name, "synced_accommodations"]),
-        synced_reservations=dg.AssetKey([name, "synced_reservations"]),
+        mapped_accommodations=dg.AssetKey([*root.path, "mapped_accommodations"]),
+        mapped_reservations=dg.AssetKey([*root.path, "mapped_reservations"]),
+        synced_accommodations=dg.AssetKey([*root.path, "synced_accommodations"]),
+        synced_reservations=dg.AssetKey([*root.path, "synced_reservations"]),
     )
 
 
@@ -225,7 +227,7 @@ def _map(
 
 
 def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
 
     @dg.asset(
         key=keys.mapped_accommodations,
@@ -261,7 +263,7 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
 def _mapped_reservations(
     connection: Connection, partitions: dg.PartitionsDefinition
 ) -> dg.AssetsDefinition:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
 
     @dg.asset(
         key=keys.mapped_reservations,
@@ -702,7 +704,7 @@ def _runs_in_same_run(context: dg.AssetExecutionContext, key: dg.AssetKey) -> bo
 def _synced_accommodations(
     connection: Connection, pool: str | None, execute: SyncExecute
 ) -> dg.AssetsDefinition:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
 
     @dg.asset(
         key=keys.synced_accommodations,
@@ -782,7 +784,7 @@ def _synced_reservations(
     pool: str | None,
     execute: SyncExecute,
 ) -> dg.AssetsDefinition:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
     ins = {"mapped": dg.AssetIn(keys.mapped_reservations)}
     if has_accommodations:
         # Units first: a reservation references its unit, so it is sent after the units' sync.

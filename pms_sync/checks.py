@@ -37,7 +37,7 @@ CHECK_CANCELLATIONS = "cancellations_sent_as_cancelled"
 def build_checks(
     connection: Connection, partitions: dg.PartitionsDefinition, pool: str | None = SNAPSHOT_POOL
 ) -> list[dg.AssetChecksDefinition]:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
     entities = entities_of(connection)
     checks: list[dg.AssetChecksDefinition] = []
     if Entity.ACCOMMODATION in entities:
@@ -276,7 +276,7 @@ def _unit_ids_check(
     has_accommodations: bool,
     pool: str | None,
 ) -> dg.AssetChecksDefinition:
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
     options: dict[str, Any] = {
         "asset": keys.mapped_reservations,
         "name": CHECK_UNIT_IDS,

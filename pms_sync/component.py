@@ -82,6 +82,13 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
             "components never collide whatever their mapping files say."
         ),
     )
+    key_prefix: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Segments before the connection's name in each of its asset keys, e.g. [pms] for "
+            "pms/berlin/synced_reservations. Empty: the keys start with the name."
+        ),
+    )
     state_dir: str = Field(
         default=STATE_DIR_NAME,
         description=(
@@ -129,7 +136,11 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         resources: Mapping[str, object] | None = None,
     ) -> dg.Definitions:
         """``definitions`` of a connection already loaded from its mapping file."""
-        connection = replace(connection, by_account=self.partition_by_account)
+        connection = replace(
+            connection,
+            by_account=self.partition_by_account,
+            key_prefix=tuple(self.key_prefix),
+        )
         if self.name:
             connection = replace(connection, name=dagster_name(self.name))
         if resources is None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
+
 from connector.config import InputSection
 from connector.errors import ConfigError
 
@@ -27,6 +29,12 @@ class Connection:
     mapping: Any  # connector.mapping.Mapping
     # The component's ``partition_by_account``, which wins over the mapping's when set.
     by_account: bool | None = None
+    # The component's ``key_prefix``: segments before the name in every asset key.
+    key_prefix: tuple[str, ...] = ()
+
+    def asset_key(self, *parts: str) -> dg.AssetKey:
+        """An asset key of this connection: ``[*key_prefix, name, *parts]``."""
+        return dg.AssetKey([*self.key_prefix, self.name, *parts])
 
     @property
     def partitioned_by_account(self) -> bool:

@@ -27,7 +27,7 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
     mapping = connection.mapping
     if mapping.events is None:
         return dg.Definitions()
-    key = dg.AssetKey([connection.name, "service_events"])
+    key = connection.asset_key("service_events")
     destinations = mapping.events.destinations
     receiver_path = connection.name
 
@@ -102,8 +102,8 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
-            f"Materializes {connection.name}/service_events when the receiver has stored new "
-            f"events posted to /events/{receiver_path}."
+            f"Materializes {key.to_user_string()} when the receiver has stored new events "
+            f"posted to /events/{receiver_path}."
         ),
     )
     def events_sensor(

@@ -22,7 +22,7 @@ EXPORT_GROUP_SEGMENT = "pms"
 
 
 def export_key(connection: Connection, input_name: str) -> dg.AssetKey:
-    return dg.AssetKey([connection.name, EXPORT_GROUP_SEGMENT, input_name])
+    return connection.asset_key(EXPORT_GROUP_SEGMENT, input_name)
 
 
 def entity_inputs(connection: Connection, entity: Entity) -> list[str]:

@@ -18,7 +18,7 @@ def build_job(connection: Connection) -> UnresolvedAssetJobDefinition:
         job_name(connection),
         # By key, not group: a defs.yaml's post_processing may move assets to other groups.
         # The PMS exports share the prefix: external assets no job materializes.
-        selection=dg.AssetSelection.key_prefixes([connection.name]).materializable(),
+        selection=dg.AssetSelection.key_prefixes(connection.asset_key().path).materializable(),
         description=(
             f"Map {connection.mapping.name}'s export, check it, and push the changes to the "
             "service: accommodations, then reservations of the run's check-in window."

@@ -45,7 +45,7 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
     mapping = connection.mapping
     if mapping.links is None or Entity.RESERVATION not in mapping.entities:
         return dg.Definitions()
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
     targets = [
         f"the table {d.sql.table}" if d.sql is not None else f"the file {d.file}"
         for d in mapping.links.destinations
@@ -53,7 +53,7 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
     where = f"written back to {' and '.join(targets)}" if targets else "kept in the snapshot"
 
     @dg.asset(
-        key=dg.AssetKey([connection.name, "guest_links"]),
+        key=connection.asset_key("guest_links"),
         deps=[keys.synced_reservations],
         group_name=connection.name,
         kinds={"duckdb"},

@@ -91,7 +91,7 @@ def landed_inputs(
 
 def run_config_for(connection: Connection, files: dict[str, Path]) -> dg.RunConfig:
     """The mapped assets' config that makes them read ``files`` (input name → landed file)."""
-    keys = connection_keys(connection.name)
+    keys = connection_keys(connection.asset_key())
     assets = {
         Entity.ACCOMMODATION: keys.mapped_accommodations,
         Entity.RESERVATION: keys.mapped_reservations,

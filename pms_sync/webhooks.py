@@ -24,7 +24,7 @@ def build_webhooks_definitions(connection: Connection) -> dg.Definitions:
     path = mapping.relative_path(mapping.webhooks)
 
     @dg.asset(
-        key=dg.AssetKey([connection.name, "webhooks"]),
+        key=connection.asset_key("webhooks"),
         group_name=connection.name,
         kinds={"yaml"},
         description=(

@@ -158,7 +158,11 @@ def test_two_components_with_mappings_of_one_name_in_other_folders_do_not_collid
         )
         assert scaffolded.returncode == 0, scaffolded.stderr
     munich = defs / "munich" / "defs.yaml"
-    munich.write_text(munich.read_text().replace("attributes:\n", "attributes:\n  name: muc\n"))
+    munich.write_text(
+        munich.read_text().replace(
+            "attributes:\n", "attributes:\n  name: muc\n  key_prefix: [pms]\n"
+        )
+    )
 
     checked = dg(project, "check", "defs")
     listed = dg(project, "list", "defs", "--json")
@@ -168,9 +172,11 @@ def test_two_components_with_mappings_of_one_name_in_other_folders_do_not_collid
     assert listed.returncode == 0, listed.stderr
     found = json.loads(listed.stdout)
     keys = {asset["asset_key"] for asset in found["assets"]}
-    assert {"berlin/synced_reservations", "muc/synced_reservations"} <= keys
-    assert not any(key.startswith("hotel/") for key in keys)
+    assert {"berlin/synced_reservations", "pms/muc/synced_reservations"} <= keys
+    assert {"pms/muc/pms/bookings", "pms/muc/accounts"} <= keys
+    assert not any(key.startswith(("hotel/", "muc/")) for key in keys)
     assert {job["name"] for job in found["jobs"]} == {"berlin_sync", "muc_sync"}
+    assert "pms/muc/synced_reservations" in job_assets(project, "muc_sync")
 
 
 STARTER_UNITS = """\
@@ -260,14 +266,7 @@ def test_post_processing_in_defs_yaml_sets_groups_tags_and_owners(project: Path)
         assert {"key": "tier", "value": "gold"} in assets[key]["tags"], assets[key]
     assert assets["hotel/mapped_reservations"]["group_name"] == "hotel"
     # The connection's job still holds every asset it syncs, whatever their groups.
-    in_job = subprocess.run(
-        [sys.executable, "-c", JOB_ASSETS],
-        env={**os.environ, "PYTHONPATH": str(project / "src")},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert set(in_job.stdout.split()) == {
+    assert job_assets(project, "hotel_sync") == {
         f"hotel/{name}"
         for name in (
             "mapped_accommodations",
@@ -280,7 +279,20 @@ def test_post_processing_in_defs_yaml_sets_groups_tags_and_owners(project: Path)
 
 
 JOB_ASSETS = """
+import sys
 from guest_sync.definitions import defs
-job = defs().resolve_job_def("hotel_sync")
+job = defs().resolve_job_def(sys.argv[1])
 print(*sorted(key.to_user_string() for key in job.asset_layer.executable_asset_keys))
 """
+
+
+def job_assets(project: Path, job: str) -> set[str]:
+    """The asset keys a job of the project materializes, as its code location loads them."""
+    listed = subprocess.run(
+        [sys.executable, "-c", JOB_ASSETS, job],
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(listed.stdout.split())
