@@ -93,7 +93,10 @@ def partition_check_events(
     under that partition's latest materialization.
     """
     instance = context.instance
-    targets: dict[tuple[dg.AssetKey, str], Any] = {}
+    results = list(results)
+    targets = _latest_materializations(
+        instance, {(result.asset_key, partition) for partition, result in results}
+    )
     done: list[dg.AssetCheckKey] = []
     for partition, result in results:
         asset_key = result.asset_key
@@ -121,15 +124,42 @@ def partition_check_events(
             yield dg.Output(None, output_name=output)
 
 
+def _latest_materializations(
+    instance: dg.DagsterInstance, wanted: set[tuple[dg.AssetKey | None, str]]
+) -> dict[tuple[dg.AssetKey, str], AssetCheckEvaluationTargetMaterializationData | None]:
+    """The latest materialization of each (asset, partition), one query per asset.
+
+    A step's checks follow its own materializations of those partitions, so the newest
+    records, one per partition, are found among as many records as partitions; a partition
+    not among them is looked up alone (``_target``).
+    """
+    partitions: dict[dg.AssetKey, set[str]] = {}
+    for asset_key, partition in wanted:
+        if asset_key is not None:
+            partitions.setdefault(asset_key, set()).add(partition)
+    found: dict[tuple[dg.AssetKey, str], AssetCheckEvaluationTargetMaterializationData | None] = {}
+    for asset_key, keys in partitions.items():
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=sorted(keys)),
+            limit=len(keys),
+        ).records
+        for record in records:  # newest first
+            key = record.partition_key
+            if key is not None and (asset_key, key) not in found:
+                found[(asset_key, key)] = _target_data(record)
+    return found
+
+
 def _target(
     instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
 ) -> AssetCheckEvaluationTargetMaterializationData | None:
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
     ).records
-    if not records:
-        return None
-    record = records[0]
+    return _target_data(records[0]) if records else None
+
+
+def _target_data(record: Any) -> AssetCheckEvaluationTargetMaterializationData:
     return AssetCheckEvaluationTargetMaterializationData(
         run_id=record.event_log_entry.run_id,
         storage_id=record.storage_id,

@@ -206,8 +206,9 @@ def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_re
     hotel.write(UNITS, [*BOOKINGS, booking(99, date(2025, 5, 20), adults="-1")])
     resources = {**resources, "sync_checks": SyncChecksResource(max_quarantine_share=0.5)}
     defs = code_location(hotel.folder.parent, resources)
+    instance = dg.DagsterInstance.ephemeral()
 
-    result = run(defs, "2025-01", "2025-12")
+    result = run(defs, "2025-01", "2025-12", instance)
 
     assert result.success
     months = {f"2025-{m:02d}": sum(MONTHS[i % 4] == m for i in range(12)) for m in range(1, 13)}
@@ -240,6 +241,30 @@ def test_each_month_of_a_single_run_backfill_carries_its_own_counts_and_check_re
         )
         for month in months
     }
+    # Run again: each check points at the materialization of its month by this run.
+    result = run(defs, "2025-01", "2025-12", instance)
+    evaluations = [
+        event.event_specific_data
+        for event in result.all_events
+        if event.event_type_value == "ASSET_CHECK_EVALUATION"
+        and event.event_specific_data.asset_key.path[-1] == "synced_reservations"
+    ]
+    assert len(evaluations) == 6 * len(months)
+    materialized = {
+        record.partition_key: record.storage_id
+        for record in instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey(["hotel", "synced_reservations"]), asset_partitions=[*months]
+            ),
+            limit=100,
+        ).records
+        if record.run_id == result.run_id
+    }
+    assert len(materialized) == len(months)
+    for evaluation in evaluations:
+        target = evaluation.target_materialization_data
+        assert target is not None and target.run_id == result.run_id
+        assert target.storage_id == materialized[evaluation.partition]
     quarantine = {
         e.partition: e.passed
         for e in (event.event_specific_data for event in result.all_events)
