@@ -75,6 +75,25 @@ def _shape_problem(document: Any) -> str | None:
     return None
 
 
+class NotStrictJson(ValueError):
+    """JSON that Python's parser accepts and RFC 8259 does not, or leaves ambiguous."""
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity would be stored and written back as text no JSON parser reads.
+    raise NotStrictJson(f"{name} is not a JSON value")
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # With a member twice, parsers disagree on which value wins: refused, not guessed.
+    document: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in document:
+            raise NotStrictJson(f"member {name!r} appears twice in one object")
+        document[name] = value
+    return document
+
+
 def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> HostCheck:
     expected = settings.secret.encode() if settings.secret else None
 
@@ -101,7 +120,11 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Host
         except BodyTooLarge:
             return _error(413, "too_large", f"the body exceeds {settings.max_body_bytes} bytes")
         try:
-            document = json.loads(body)
+            document = json.loads(
+                body, parse_constant=_refuse_constant, object_pairs_hook=_unique_members
+            )
+        except NotStrictJson as error:
+            return _error(400, "invalid_request", f"the body is not strict JSON: {error}")
         except (ValueError, RecursionError):
             return _error(400, "invalid_request", "the body is not JSON")
         problem = _shape_problem(document)

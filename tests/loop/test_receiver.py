@@ -77,13 +77,25 @@ def test_a_body_over_the_bound_is_refused_before_it_is_stored(tmp_path: Path) ->
         (b"[1, 2]", "expected a JSON object"),
         (b'{"accountId": "demo", "resource": {}}', "event:"),
         (b'{"event": "orderDenied", "resource": "B1"}', "resource:"),
+        (
+            b'{"event": "reservationCreated", "resource": {"x": NaN}}',
+            "not strict JSON: NaN is not a JSON value",
+        ),
+        (b'{"event": "x", "resource": {"n": -Infinity}}', "-Infinity is not a JSON value"),
+        (
+            b'{"event": "orderDenied", "event": "orderExpired", "resource": {}}',
+            "member 'event' appears twice in one object",
+        ),
+        (b'{"event": "x", "resource": {"a": {"b": 1, "b": 2}}}', "member 'b' appears twice"),
     ],
 )
 def test_a_body_that_is_no_event_is_refused(tmp_path: Path, body: bytes, problem: str) -> None:
-    with running_receiver(tmp_path / "events.duckdb") as receiver:
+    store = tmp_path / "events.duckdb"
+    with running_receiver(store) as receiver:
         answer = httpx.post(f"{receiver.base_url}/events/hotel", content=body, headers=HEADERS)
 
     assert answer.status_code == 400 and problem in answer.json()["message"]
+    assert new_events(store, "hotel").events.empty
 
 
 def test_events_are_kept_per_connection_of_the_path(tmp_path: Path) -> None:
