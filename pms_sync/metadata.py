@@ -287,6 +287,10 @@ def accounts_metadata(report: SyncReport) -> dict[str, Any]:
             sum(1 for change in properties if str(change.outcome) == "applied")
         ),
     }
+    left_active = accounts.properties.left_active
+    if left_active:
+        # Offboarding is off: a hotel gone from the export stays active at the service.
+        metadata["properties_left_active"] = dg.MetadataValue.text(", ".join(left_active))
     if properties:
         metadata["properties"] = dg.MetadataValue.md(
             markdown_table(

@@ -117,6 +117,8 @@ class PropertyReport:
     update_sub_units: bool = True
     requests: int = 0
     units_kept_inactive: int = 0  # units deactivated again after a reactivation with sub-units
+    # Accounts gone from the full export that stay active: offboarding is off.
+    left_active: list[str] = field(default_factory=list)
 
     def of(self, action: PropertyAction, *outcomes: PropertyOutcome) -> list[PropertyChange]:
         return [
@@ -138,6 +140,7 @@ class PropertyReport:
             "requests": self.requests,
             "units_kept_inactive": self.units_kept_inactive,
             "changes": [c.to_json_dict() for c in self.changes],
+            "left_active": list(self.left_active),
         }
 
 
@@ -153,26 +156,18 @@ def plan_properties(
     """The property deactivations and reactivations a run's export calls for."""
     report = PropertyReport(update_sub_units=settings.update_sub_units)
     units = batches.get(Entity.ACCOMMODATION)
-    if (
-        not settings.offboard
-        or units is None
-        or policy.missing_rule(Entity.ACCOMMODATION) != OnMissing.DEACTIVATE
-    ):
+    if units is None or policy.missing_rule(Entity.ACCOMMODATION) != OnMissing.DEACTIVATE:
         return report
     present, anonymous_rows = _accounts_with_rows(batches.values())
     statuses = snapshot.property_statuses()
     inactive = {a for a, r in statuses.items() if r.status == PropertyState.INACTIVE}
     owned = snapshot.accounts_of_connection(policy.connection)
-    if not anonymous_rows:
-        for row in owned.itertuples(index=False):
-            account = str(row.account_id)
-            if account in present or account in inactive or int(row.shared) > 0:
-                continue
-            if policy.accounts is not None and account not in policy.accounts:
-                continue
-            report.changes.append(
-                PropertyChange(account, PropertyAction.DEACTIVATE, int(row.units))
-            )
+    gone = [] if anonymous_rows else _gone_accounts(owned, present | inactive, policy)
+    if not settings.offboard:
+        report.left_active = [account for account, _ in gone]
+        return report
+    for account, units_of_account in gone:
+        report.changes.append(PropertyChange(account, PropertyAction.DEACTIVATE, units_of_account))
     units_of = {str(row.account_id): int(row.units) for row in owned.itertuples(index=False)}
     for account in sorted(present & inactive):
         report.changes.append(
@@ -189,6 +184,20 @@ def plan_properties(
         if not release_with_stays:
             _hold_for_stays(change)
     return report
+
+
+def _gone_accounts(owned: Any, kept: set[str], policy: ReconcilePolicy) -> list[tuple[str, int]]:
+    """The connection's accounts (with their units) that left its export: not ``kept``
+    (present, or inactive already), not shared with another connection, within the run."""
+    gone = []
+    for row in owned.itertuples(index=False):
+        account = str(row.account_id)
+        if account in kept or int(row.shared) > 0:
+            continue
+        if policy.accounts is not None and account not in policy.accounts:
+            continue
+        gone.append((account, int(row.units)))
+    return gone
 
 
 def _hold_for_stays(change: PropertyChange) -> None:
@@ -216,7 +225,9 @@ def property_effects(report: PropertyReport) -> tuple[PropertyEffect, ...]:
 
 def planned_report(plan: Plan) -> PropertyReport:
     """The plan's property changes as a report to carry out (``apply_properties``)."""
-    report = PropertyReport(update_sub_units=plan.update_sub_units)
+    report = PropertyReport(
+        update_sub_units=plan.update_sub_units, left_active=list(plan.properties_left_active)
+    )
     for effect in plan.properties:
         change = PropertyChange(
             effect.account_id,

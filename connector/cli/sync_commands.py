@@ -616,6 +616,13 @@ def _print_accounts(document: dict[str, Any]) -> None:
             fg="yellow",
             err=True,
         )
+    for account in document["properties"]["left_active"]:
+        click.secho(
+            f"property {account}: gone from the export, left active (offboarding is off: "
+            "PMS_SYNC_OFFBOARD_PROPERTIES)",
+            fg="yellow",
+            err=True,
+        )
     for change in document["properties"]["changes"]:
         click.secho(
             f"property {change['account_id']}: {change['action']} {change['outcome']}"

@@ -170,6 +170,7 @@ def _plan_of(document: dict[str, Any]) -> Plan:
         entities=tuple(summary.get("entities") or ()),
         properties=tuple(PropertyEffect.from_json_dict(p) for p in summary["properties"]),
         update_sub_units=bool(summary["update_sub_units"]),
+        properties_left_active=tuple(summary.get("properties_left_active") or ()),
         awaiting_approval=tuple(HeldWork.from_json_dict(h) for h in summary["awaiting_approval"]),
         waiting_for_units=tuple(
             WaitingForUnit.from_json_dict(w) for w in summary["waiting_for_units"]

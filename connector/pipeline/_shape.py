@@ -136,6 +136,7 @@ def _with_properties(
             plan,
             properties=property_effects(properties),
             update_sub_units=properties.update_sub_units,
+            properties_left_active=tuple(properties.left_active),
             awaiting_approval=tuple(held_properties(properties)),
         ),
         verdict,

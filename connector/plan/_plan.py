@@ -187,6 +187,8 @@ class Plan:
     # ones included (connector.accounts decides them).
     properties: tuple[PropertyEffect, ...] = ()
     update_sub_units: bool = True
+    # Accounts gone from the full export left active: offboarding is off. Nothing is sent.
+    properties_left_active: tuple[str, ...] = ()
     # Work held until an approval releases it (the guard's kinds of change, units and
     # properties guests still stay in), each with its reason and approval.
     awaiting_approval: tuple[HeldWork, ...] = ()
@@ -323,6 +325,7 @@ class Plan:
             "properties": [change.to_json_dict() for change in self.properties],
             "property_requests": self.property_requests,
             "update_sub_units": self.update_sub_units,
+            "properties_left_active": list(self.properties_left_active),
             "possibly_stored_retirements": [
                 {"entity": str(e), "account_id": str(a), "record_id": str(r), "action": str(c)}
                 for e, a, r, c in zip(

@@ -159,3 +159,28 @@ def test_a_dry_run_reports_the_property_change_and_sends_nothing(
     assert (change["action"], change["outcome"]) == ("deactivate", "planned")
     assert property_requests(chain) == {}
     assert chain.health()["inactiveProperties"] == []
+
+
+def test_with_offboarding_off_a_hotel_gone_from_the_export_is_named_and_left_active(
+    chain: SandboxHandle, tmp_path: Path, export: ChainExport
+) -> None:
+    off = {"PMS_SYNC_OFFBOARD_PROPERTIES": "off"}
+    pms_sync(chain, tmp_path, "sync", "--json", str(export.write(units_of(1, 2))), **off)
+    export.write(units_of(1))
+
+    result = pms_sync(
+        chain, tmp_path, "sync", "--json", "--allow-mass-change", str(export.mapping), **off
+    )
+
+    report = document(result)
+    assert result.exit_code == 0
+    assert report["properties"]["changes"] == []
+    assert report["properties"]["left_active"] == ["acc-002"]
+    # Named again by every run while it is gone, in the text report too.
+    again = pms_sync(chain, tmp_path, "sync", str(export.mapping), **off)
+    assert again.exit_code == 0
+    assert "property acc-002: gone from the export, left active (offboarding is off" in (
+        again.stderr
+    )
+    assert property_requests(chain) == {}
+    assert chain.health()["inactiveProperties"] == []
