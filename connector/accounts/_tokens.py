@@ -73,6 +73,15 @@ class DiscoveredTokens:
         renewed = await self._renew(account_id, refused, refused=True)
         return renewed.token if renewed is not None else None
 
+    def refused_hint(self, account_id: str) -> str:
+        if self.directory is None or self.discovered(account_id) is None:
+            return self.given.refused_hint(account_id)
+        return (
+            f"the token the Open API client {self.directory.settings.client_id!r} obtained for "
+            "this account was refused, renewed or not: check that the client may still act "
+            "for it (or give the account's own token in PMS_SYNC_TOKENS_FILE) and run again"
+        )
+
     def missing_hint(self, account_id: str) -> str:
         if self.directory is None:
             return MISSING_TOKEN_HINT

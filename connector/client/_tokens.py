@@ -19,6 +19,7 @@ MISSING_TOKEN_HINT = (
     "configure an Open API client (PMS_SYNC_CLIENT_ID, PMS_SYNC_CLIENT_SECRET) whose scope "
     "covers the account"
 )
+REFUSED_TOKEN_HINT = "fix the token (PMS_SYNC_TOKEN or PMS_SYNC_TOKENS_FILE) and run again"
 
 
 @runtime_checkable
@@ -45,6 +46,10 @@ class TokenSource(Protocol):
 
     def missing_hint(self, account_id: str) -> str:
         """What to do when there is no token for ``account_id``."""
+        ...
+
+    def refused_hint(self, account_id: str) -> str:
+        """What to do when the service refused the token of ``account_id`` for good."""
         ...
 
     async def open(self) -> None:
@@ -88,6 +93,9 @@ class AccountTokens:
 
     def missing_hint(self, account_id: str) -> str:
         return MISSING_TOKEN_HINT
+
+    def refused_hint(self, account_id: str) -> str:
+        return REFUSED_TOKEN_HINT
 
     async def open(self) -> None:
         return None

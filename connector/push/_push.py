@@ -573,11 +573,15 @@ async def _send(
     attempts = await client.send_record(
         change.entity, change.account_id, change.event, change.payload
     )
-    _record(change, attempts, recorder, result)
+    _record(change, attempts, recorder, result, client.tokens.refused_hint)
 
 
 def _record(
-    change: _Change, attempts: SyncAttempts, recorder: _Recorder, result: PushResult
+    change: _Change,
+    attempts: SyncAttempts,
+    recorder: _Recorder,
+    result: PushResult,
+    refused_hint: Callable[[str], str],
 ) -> None:
     result.requests += attempts.attempts
     result.unconfirmed_answers += attempts.unconfirmed_answers
@@ -619,7 +623,7 @@ def _record(
     else:
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:
-            _stop_account(change.account_id, attempts, result)
+            _stop_account(change.account_id, attempts, result, refused_hint(change.account_id))
     _settle(result, change, outcome)
     result.problems.append(
         RecordProblem(
@@ -724,14 +728,13 @@ def _note_drift(
         result.resent[(change.entity, change.reason)] += 1
 
 
-def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult) -> None:
+def _stop_account(account_id: str, attempts: SyncAttempts, result: PushResult, hint: str) -> None:
     if account_id in result.stopped_accounts:
         return
     reason = attempts.message or "invalid or missing authorization token"
     result.stopped_accounts[account_id] = AuthenticationError(
         f"the service refused the credentials of account {account_id!r} ({reason}); its push "
-        f"stopped and its remaining changes stay pending: fix the token "
-        f"(PMS_SYNC_TOKEN or PMS_SYNC_TOKENS_FILE) and run again",
+        f"stopped and its remaining changes stay pending: {hint}",
         status=attempts.status,
         request_id=attempts.request_id,
     )

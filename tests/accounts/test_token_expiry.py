@@ -102,3 +102,23 @@ def test_the_renewals_are_printed_in_the_report(chain: SandboxHandle, tmp_path: 
 
     assert result.exit_code == 0
     assert "account tokens renewed: " in result.stdout
+
+
+def test_an_account_token_refused_after_its_renewal_names_the_open_api_client(
+    chain: SandboxHandle, tmp_path: Path
+) -> None:
+    # Every request outlives the account token it carries (2 s): refused on arrival, renewed,
+    # refused again. The advice is about the client that obtained the token, not the
+    # operator's own tokens, which this run has none of.
+    mapping = ChainExport(tmp_path / "chain").write(UNITS[:2])
+    chain.set_faults(latency_ms=2500)
+
+    result = pms_sync(
+        chain, tmp_path, "sync", "--json", str(mapping), client=SHORT, PMS_SYNC_RENEW_MARGIN="0"
+    )
+
+    report = document(result)
+    assert result.exit_code == 4, report
+    message = report["stopped_accounts"]["acc-001"]
+    assert f"the token the Open API client {SHORT_CLIENT_ID!r} obtained" in message
+    assert "PMS_SYNC_TOKEN or" not in message
