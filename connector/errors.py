@@ -102,6 +102,7 @@ class ServiceError(PmsSyncError):
     ) -> None:
         self.status = status
         self.request_id = request_id
+        self.message = message  # without the status and the x-request-id, which have fields
         details = ", ".join(
             f"{label} {value}"
             for label, value in (("HTTP", status), ("x-request-id", request_id))

@@ -101,7 +101,7 @@ async def fetch_links(
                     LinkFailure(
                         item.account_id,
                         item.reservation_id,
-                        mask_text(str(error)),
+                        mask_text(error.message),
                         error.status,
                         error.request_id,
                     )

@@ -188,3 +188,23 @@ def test_refused_client_credentials_stop_the_run_with_exit_4(
 
     assert result.exit_code == 4, result.output
     assert client_secret not in result.output
+
+
+def test_a_failed_fetch_is_printed_once_with_its_status_and_request_id(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    mapping = synced(clean_sandbox, tmp_path, arrivals([1, 2]), FILE_DESTINATION)
+    clean_sandbox.delete_records("demo", "reservation", ["B1"])  # deleted behind our back
+    env = {
+        "PMS_SYNC_CLIENT_ID": "demo-client",
+        "PMS_SYNC_CLIENT_SECRET": "demo-secret",
+        "PMS_SYNC_SNAPSHOT": str(tmp_path / "snapshot.duckdb"),
+    }
+
+    result = CliRunner().invoke(
+        main, ["links", str(mapping), "--base-url", clean_sandbox.base_url], env=env
+    )
+
+    [line] = [line for line in result.output.splitlines() if "failed  demo/B1" in line]
+    assert "HTTP 404" in line and line.count("HTTP") == 1, line
+    assert line.count("x-request-id") == 1, line
