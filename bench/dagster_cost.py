@@ -1,6 +1,7 @@
 """What a nightly run costs through Dagster against the same run from the CLI (issue 38).
 
-    python -m bench.dagster_cost --size 10000 --pairs 3 [--before TREE] [--out FILE]
+    python -m bench.dagster_cost --size 10000 --pairs 3 [--before TREE] [--event-batch-size N]
+        [--storage postgres] [--out FILE]
 
 The hotel benchmark export as one connection (partitions from its first month of check-in),
 synced once from the CLI, then a nightly run with nothing changed, in interleaved pairs:
@@ -9,6 +10,10 @@ synced once from the CLI, then a nightly run with nothing changed, in interleave
 the job's own executor runs its steps), over every month of the export. With ``--before``, the
 same Dagster run from another checkout (e.g. ``git worktree add --detach /tmp/before REV``)
 is a third member of each round, so a before/after ratio comes from one run of the bench.
+With ``--event-batch-size``, a deployment of this tree whose processes write Dagster's
+batchable events (per-partition materializations, planned events) in batches of N
+(``DAGSTER_EVENT_BATCH_SIZE``; a PostgreSQL instance writes a batch in one statement) is
+another member.
 
 Each deployment stays up for every round and is warm (one run done first, not measured), as a
 deployment's daemon and code server are. CPU of a Dagster run is that of the processes the run
@@ -138,7 +143,13 @@ def dagster_run(deployment: Deployment, folder: Path) -> dict[str, Any]:
 
 
 def measure(
-    size: int, pairs: int, before: Path | None, work: Path, sandbox: Any, storage: str
+    size: int,
+    pairs: int,
+    before: Path | None,
+    work: Path,
+    sandbox: Any,
+    storage: str,
+    event_batch_size: int | None = None,
 ) -> dict[str, Any]:
     dataset = prepare(size)
     folder = connection_folder(dataset, work)
@@ -155,12 +166,17 @@ def measure(
     else:  # as make bench does above this size: the snapshot seeded, nothing pushed
         first = run_stage("seed", mapping=str(mapping), snapshot=env["PMS_SYNC_SNAPSHOT"])
     print(f"[dagster-cost] first sync {first}", file=sys.stderr, flush=True)
-    trees = {"dagster": ROOT, **({"dagster_before": before} if before is not None else {})}
+    sides: dict[str, tuple[Path, dict[str, str]]] = {"dagster": (ROOT, env)}
+    if before is not None:
+        sides["dagster_before"] = (before, env)
+    if event_batch_size is not None:
+        batched = {**env, "DAGSTER_EVENT_BATCH_SIZE": str(event_batch_size)}
+        sides["dagster_batched"] = (ROOT, batched)
     rounds: list[dict[str, dict[str, Any]]] = []
     with ExitStack() as stack:
         deployments = {
-            side: stack.enter_context(deployment_of(tree, folder, env, work, storage))
-            for side, tree in trees.items()
+            side: stack.enter_context(deployment_of(tree, folder, side_env, work, storage))
+            for side, (tree, side_env) in sides.items()
         }
         for number in range(1, pairs + 1):
             measured = {"cli": cli_run(mapping, env)}
@@ -179,6 +195,7 @@ def measure(
     return {
         "size": size,
         "storage": storage,
+        "event_batch_size": event_batch_size,
         "first_sync": first,
         "rounds": rounds,
         "ratios": ratios(rounds),
@@ -188,7 +205,12 @@ def measure(
 def ratios(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float]]:
     """Per figure, the median over rounds of each side's value divided by the baseline's in
     the same round (the CLI for ``dagster``; the before tree for ``after_vs_before``)."""
-    pairs = {"dagster_vs_cli": ("dagster", "cli"), "after_vs_before": ("dagster", "dagster_before")}
+    pairs = {
+        "dagster_vs_cli": ("dagster", "cli"),
+        "after_vs_before": ("dagster", "dagster_before"),
+        "batched_vs_cli": ("dagster_batched", "cli"),
+        "batched_vs_unbatched": ("dagster_batched", "dagster"),
+    }
     found: dict[str, dict[str, float]] = {}
     for name, (side, baseline) in pairs.items():
         if baseline not in rounds[0]:
@@ -218,6 +240,12 @@ def main() -> None:
         default="sqlite",
         help="the Dagster instance's storage (postgres: a new database on 127.0.0.1:5432)",
     )
+    parser.add_argument(
+        "--event-batch-size",
+        type=int,
+        default=None,
+        help="also measure a deployment with DAGSTER_EVENT_BATCH_SIZE set to this",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON")
     arguments = parser.parse_args()
     from connector.sandbox.testing import sandbox_process
@@ -232,6 +260,7 @@ def main() -> None:
                 work,
                 sandbox,
                 arguments.storage,
+                arguments.event_batch_size,
             )
         shutil.rmtree(work / "mappings", ignore_errors=True)
     text = json.dumps(result, indent=2)
