@@ -299,7 +299,7 @@ def _mapped_reservations(
         # Each partition's materialization carries its month's (and account's) records and problems.
         by_partition = {}
         scopes = partition_windows(context)
-        for key, part in scoped_records(batch.records, scopes).items():
+        for key, part in scoped_records(batch, scopes).items():
             scope = scopes[key]
             metadata = mapped_metadata(part)
             del metadata["validated_before"]  # counted for the whole run only
@@ -845,13 +845,14 @@ def _synced_reservations(
                 "syncing the reservations alone; a stay whose unit the service does not know "
                 "is held back. Select the whole job (or the units too) to sync both."
             )
+        batch = mapped
         if accommodations is not None and mapped.policy.accounts is None:
             # The plan reconciles only accounts present in its batch; a month whose stays all
             # left the export holds none, so take the accounts of the full units export too.
             accounts = accommodations.accounts | frozenset(mapped.records.accounts)
-            mapped = replace(mapped, policy=replace(mapped.policy, accounts=accounts))
+            batch = replace(mapped, policy=replace(mapped.policy, accounts=accounts))
         report = _guarded_sync(
-            context, connection, mapped, service, snapshot, sync_checks, by_checkin=True
+            context, connection, batch, service, snapshot, sync_checks, by_checkin=True
         )
         refused = _refused(report)
         for message in refused.values():
@@ -867,7 +868,7 @@ def _synced_reservations(
         several = len({scope.account for scope in scopes.values()}) > 1
         # Each month's records, split once; report_within narrows a month's to its account.
         months = scoped_records(
-            mapped.records, {key: replace(scope, account=None) for key, scope in scopes.items()}
+            mapped, {key: replace(scope, account=None) for key, scope in scopes.items()}
         )
         for partition, scope in scopes.items():
             only = {scope.account} if several and scope.account is not None else None

@@ -54,7 +54,7 @@ def build_checks(
 def month_batches(
     context: dg.AssetCheckExecutionContext,
     partitions: dg.PartitionsDefinition,
-    batch: MappedRecords,
+    batch: MappedBatch,
 ) -> dict[str, MappedRecords]:
     """The run's mapped reservations, partition by partition (month, or account and month;
     rows without a check-in in every month)."""
@@ -92,7 +92,7 @@ def _quarantine_check(
             mapped: MappedBatch,
             sync_checks: SyncChecksResource,
         ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
-            months = month_batches(context, partitions, mapped.records)
+            months = month_batches(context, partitions, mapped)
             yield from _per_month(
                 context,
                 {
@@ -161,7 +161,7 @@ def _cancellations_check(
     def cancellations_sent_as_cancelled(
         context: dg.AssetCheckExecutionContext, mapped: MappedBatch
     ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
-        months = month_batches(context, partitions, mapped.records)
+        months = month_batches(context, partitions, mapped)
         fix = mapped.records.status_fix
         yield from _per_month(
             context,
@@ -232,7 +232,7 @@ def _unit_ids_per_month(
 ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
     known = _known_units(snapshot, accommodations)
     key = context.check_specs[0].asset_key
-    months = month_batches(context, partitions, mapped.records)
+    months = month_batches(context, partitions, mapped)
     yield from _per_month(
         context, {month: _unit_ids_result(key, batch, known) for month, batch in months.items()}
     )

@@ -22,10 +22,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from connector.pipeline import records_by_window
 from connector.records import DateWindow, MappedRecords
 from connector.safety.guard import SUCCESSFUL_RUN_STATUSES
 from pms_sync.account_partitions import account_of
+from pms_sync.handoff import MappedBatch
 from pms_sync.partitions import window_of
 
 ANOMALY_COUNTS_KEY = "anomaly_counts"
@@ -55,10 +55,10 @@ def partition_scopes(
 
 
 def scoped_records(
-    batch: MappedRecords, scopes: Mapping[str, PartitionScope]
+    batch: MappedBatch, scopes: Mapping[str, PartitionScope]
 ) -> dict[str, MappedRecords]:
     """Each partition's part of the run's mapped records, the batch split by month once."""
-    by_window = records_by_window(batch, {scope.window for scope in scopes.values()})
+    by_window = batch.by_window(scope.window for scope in scopes.values())
     return {
         key: (
             by_window[scope.window]

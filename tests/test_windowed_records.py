@@ -73,3 +73,34 @@ def test_contiguous_records_hold_each_arrow_column_in_one_chunk_and_the_same_val
     assert whole.records["record_id"].array.__arrow_array__().num_chunks == 1
     assert whole.records.equals(batch.records)
     assert whole.contiguous() is whole  # nothing left to combine
+
+
+def test_a_window_keeps_the_batch_order_of_records_whose_check_ins_are_not_sorted() -> None:
+    batch = _batch()
+    batch.records = batch.records.iloc[[3, 0, 2, 1]].reset_index(drop=True)
+    march = DateWindow(date(2025, 3, 1), date(2025, 4, 1))
+    beyond = DateWindow(date(2025, 6, 15), date(2025, 6, 16))  # the last check-in's own day
+
+    parts = records_by_window(batch, [march, beyond])
+
+    assert parts[march].records["record_id"].tolist() == ["B1", "B2"]
+    assert parts[beyond].records["record_id"].tolist() == ["B4"]
+
+
+def test_the_handed_over_batch_splits_once_per_set_of_windows_and_pickles_without_it() -> None:
+    import pickle
+
+    from connector.plan import ReconcilePolicy
+    from pms_sync.handoff import MappedBatch
+
+    mapped = MappedBatch(Entity.RESERVATION, _batch(), ReconcilePolicy())
+    windows = [DateWindow(date(2025, month, 1), date(2025, month + 1, 1)) for month in (3, 4)]
+
+    first = mapped.by_window(windows)
+
+    assert mapped.by_window(reversed(windows)) is first
+    assert first[windows[0]].records["record_id"].tolist() == ["B1", "B2"]
+    loaded = pickle.loads(pickle.dumps(mapped))
+    assert loaded.records.records.equals(mapped.records.records)
+    assert loaded.by_window(windows) is not first
+    assert loaded.by_window(windows)[windows[1]].records["record_id"].tolist() == ["B3"]
