@@ -213,7 +213,7 @@ def ratios(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float
     }
     found: dict[str, dict[str, float]] = {}
     for name, (side, baseline) in pairs.items():
-        if baseline not in rounds[0]:
+        if side not in rounds[0] or baseline not in rounds[0]:
             continue
         found[name] = {
             figure: round(

@@ -90,3 +90,22 @@ def test_stages_run_at_a_tiny_size(tmp_path):
     table = markdown_table(results)
     assert "nightly run, nothing changed (requests)" in table and "| 150 |" in table
     assert "2.00 s vs 1.00 s = 2.0x" in table and "150 of 150" in table
+
+
+def test_the_dagster_cost_ratios_are_those_of_the_sides_measured() -> None:
+    from bench.dagster_cost import ratios
+
+    def side(cpu: float, wall: float) -> dict[str, float]:
+        return {"cpu_seconds": cpu, "wall_seconds": wall}
+
+    rounds = [
+        {"cli": side(2.0, 2.0), "dagster": side(6.0, 5.0)},
+        {"cli": side(2.0, 2.5), "dagster": side(7.0, 5.0)},
+        {"cli": side(2.0, 2.0), "dagster": side(8.0, 6.0)},
+    ]
+
+    found = ratios(rounds)
+
+    assert found["dagster_vs_cli"] == {"cpu_seconds": 3.5, "wall_seconds": 2.5}
+    assert "after_vs_before" not in found and "batched_vs_cli" not in found
+    assert found["medians"]["dagster_cpu_seconds"] == 7.0
