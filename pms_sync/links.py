@@ -84,6 +84,11 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
                 description=masked_text(report.stopped or "; ".join(report.write_errors)),
                 metadata=metadata,
             )
+        if report.drift_recorded:
+            context.log.warning(
+                f"{len(report.drift_recorded)} reservation(s) the service no longer holds "
+                "(links 404): recorded as drift, the next sync re-sends them"
+            )
         if report.pending:
             context.log.warning(
                 f"{len(report.pending)} reservation(s) still without links: the next run "
@@ -102,6 +107,7 @@ def links_metadata(report: LinksReport) -> dict[str, Any]:
             "reused": dg.MetadataValue.int(report.reused),
             "written": dg.MetadataValue.int(report.written),
             "failed": dg.MetadataValue.int(len(report.failed)),
+            "drift_recorded": dg.MetadataValue.int(len(report.drift_recorded)),
             "pending": dg.MetadataValue.int(len(report.pending)),
             "pending_upcoming": dg.MetadataValue.int(pending.get("upcoming", 0)),
             "pending_future": dg.MetadataValue.int(pending.get("future", 0)),

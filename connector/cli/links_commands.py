@@ -134,6 +134,13 @@ def _print(report: LinksReport, document: dict[str, object]) -> None:
             f"{failure.http_status or '-'} {failure.message} (x-request-id "
             f"{failure.request_id or '-'})"
         )
+    if report.drift_recorded:
+        click.secho(
+            f"recorded as drift: {len(report.drift_recorded)} reservation(s) the service no "
+            "longer holds (404); the next sync re-sends them, the links run after fetches "
+            "their links",
+            fg="yellow",
+        )
     if report.pending:
         click.secho(
             f"budget reached: {len(report.pending)} reservation(s) wait for the next run",

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from connector.contract import Entity
 from connector.errors import PmsSyncError
 from connector.secrets import mask_payload, mask_text
+
+if TYPE_CHECKING:
+    from connector.mapping.model import Mapping
 
 _ENTITY = click.Choice([entity.value for entity in Entity])
 
@@ -23,9 +27,11 @@ def _entities(entity: str | None) -> list[Entity] | None:
 @click.option("--entity", type=_ENTITY, help="Only this entity.")
 @click.option("--errors", "shown", default=10, show_default=True, help="Problems listed.")
 def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
-    """Check a mapping: the file, its inputs, and every record against the contract.
+    """Check a mapping: the file, the webhooks file it names, its inputs, and every record
+    against the contract.
 
-    Exits non-zero when the file or an input is invalid or any record is quarantined.
+    Exits non-zero when the file, the webhooks file or an input is invalid or any record is
+    quarantined.
     """
     from connector.mapping import load_mapping, map_records
     from connector.records import status_findings, status_message
@@ -33,10 +39,14 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
     try:
         mapping = load_mapping(mapping_file)
         click.echo(f"mapping {mapping.name}: file and schema ok")
+    except PmsSyncError as error:
+        raise click.ClickException(mask_text(str(error))) from None
+    # Before the records: a webhooks file's problems are listed even when an input is not.
+    problems = _webhooks_problems(mapping)
+    try:
         batches = map_records(mapping, entities=_entities(entity))
     except PmsSyncError as error:
         raise click.ClickException(mask_text(str(error))) from None
-    problems = 0
     for mapped_entity, batch in batches.items():
         quarantine = batch.quarantine
         bad_records = quarantine[["account_id", "record_id", "input", "rows"]].drop_duplicates()
@@ -55,6 +65,20 @@ def validate(mapping_file: Path, entity: str | None, shown: int) -> None:
     if problems:
         raise click.ClickException(f"{problems} problem(s) found")
     click.echo("ok: every record is valid")
+
+
+def _webhooks_problems(mapping: Mapping) -> int:
+    """Check the webhooks file the mapping names, print every problem; how many."""
+    from connector.webhooks import WebhooksFileError, load_mapping_webhooks
+
+    try:
+        hooks = load_mapping_webhooks(mapping)
+    except WebhooksFileError as error:
+        click.secho(f"Error: {mask_text(str(error))}", fg="red", err=True)
+        return len(error.problems)
+    if hooks is not None:
+        click.echo(f"webhooks file {mapping.webhooks}: {len(hooks.webhooks)} configuration(s) ok")
+    return 0
 
 
 @click.command("preview")

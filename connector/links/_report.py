@@ -23,6 +23,8 @@ class LinksReport:
     reused: int = 0  # links the snapshot holds, younger than the maximum age
     fetched: list[str] = field(default_factory=list)  # reservation ids, in the order requested
     failed: list[LinkFailure] = field(default_factory=list)
+    # Failures answered 404: recorded as drift, re-sent by the next sync (docs/drift.md).
+    drift_recorded: list[LinkFailure] = field(default_factory=list)
     pending: list[LinkRequest] = field(default_factory=list)  # left by the budget (or a 401)
     stopped: str | None = None  # the Open API refused the client's credentials
     writes: list[WriteResult] = field(default_factory=list)  # one per declared destination
@@ -66,6 +68,7 @@ class LinksReport:
             "reused": self.reused,
             "written": self.written,
             "failed": len(self.failed),
+            "drift_recorded": len(self.drift_recorded),
             "pending": len(self.pending),
             "pending_by_urgency": self.pending_by_urgency,
             "backlog": backlog_json(self.backlog),

@@ -31,7 +31,7 @@ from connector.links._fetch import FetchResult, LinkRequest, fetch_links
 from connector.links._policy import LinksPolicy
 from connector.links._report import LinksReport
 from connector.mapping.model import Mapping
-from connector.plan import Budget, BudgetGate, backlog
+from connector.plan import Budget, BudgetGate, backlog, missing_reservation
 from connector.settings import SyncSettings
 from connector.snapshot import GUEST_LINK_COLUMNS, Snapshot
 from connector.writeback import WriteBackError, write_back
@@ -134,12 +134,23 @@ def links_for_mapping(
         )
     report.fetched = [link.reservation_id for link in result.fetched]
     report.failed, report.pending, report.stopped = result.failed, result.pending, result.stopped
+    # Every candidate is acknowledged: a 404 says the service lost or deleted it. As drift,
+    # the next sync re-sends it instead of this run failing the same way every night.
+    report.drift_recorded = [failure for failure in result.failed if failure.http_status == 404]
+    found_at = datetime.now(UTC).replace(tzinfo=None)
+    drift = [
+        missing_reservation(
+            failure.account_id, failure.reservation_id, request_id=failure.request_id, at=found_at
+        )
+        for failure in report.drift_recorded
+    ]
 
     destinations = mapping.links.destinations if mapping.links is not None else []
     rows: pd.DataFrame | None = None
     if result.fetched or report.requests or destinations:
         with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as store:
             store.save_guest_links(result.fetched)
+            store.record_drift(drift)
             if isinstance(limiter, WindowLimiter) and (limiter.sent or limiter.foreign):
                 store.save_limiter_history(history_key, limiter.history())
             if destinations:

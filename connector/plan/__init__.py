@@ -25,7 +25,9 @@ from connector.plan._drift import (
     OPTIONAL_REASONS,
     REASON_RECONCILE,
     RESEND_REASONS,
+    DriftKind,
     drift_of,
+    missing_reservation,
 )
 from connector.plan._effects import (
     Approval,
@@ -75,6 +77,7 @@ __all__ = [
     "BacklogRow",
     "Budget",
     "BudgetGate",
+    "DriftKind",
     "FieldChange",
     "Force",
     "HeldWork",
@@ -95,6 +98,7 @@ __all__ = [
     "field_changes",
     "fields_json",
     "format_duration",
+    "missing_reservation",
     "parse_share",
     "record_differences",
     "render_value",

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
 from connector.client import SyncAnswer, present_counts
 from connector.contract import Entity
+from connector.snapshot import DriftEvent
 
 REASON_DRIFTED = "drifted"
 """A re-send of a record with open drift (the plan's ``reason``)."""
@@ -40,6 +42,7 @@ class DriftKind(StrEnum):
     # Left open, re-sent by the next run:
     UNACCOUNTED = "unaccounted"  # counts of other records, reservationIds that differ
     KEPT_OTHER = "kept_other"  # skipped, while it may hold another content of ours
+    MISSING = "missing"  # a read of the Open API (guest links) answered 404: it holds none
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +118,20 @@ def drift_of(
                 healed=True,
             )
     return None
+
+
+def missing_reservation(
+    account_id: str, reservation_id: str, *, request_id: str | None, at: datetime
+) -> DriftEvent:
+    """An acknowledged reservation whose guest links the service answered 404 (deleted at the
+    service): open drift, so the next sync re-sends it and the links run after can fetch them."""
+    return DriftEvent(
+        account_id=account_id,
+        entity=Entity.RESERVATION,
+        record_id=reservation_id,
+        kind=DriftKind.MISSING,
+        detail="its guest links were answered 404: the service no longer holds it",
+        request_id=request_id,
+        at=at,
+        healed=False,
+    )

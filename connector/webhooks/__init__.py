@@ -9,6 +9,7 @@ from connector.webhooks._file import (
     WebhooksFile,
     WebhooksFileError,
     WebhookSpec,
+    load_mapping_webhooks,
     load_webhooks,
     webhooks_schema,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "WebhooksPlan",
     "WebhooksReport",
     "apply_webhooks_file",
+    "load_mapping_webhooks",
     "load_webhooks",
     "plan_webhooks",
     "plan_webhooks_file",

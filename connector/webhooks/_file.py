@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +28,8 @@ from connector.contract import (
 from connector.contract.formats import HTTP_URL_PATTERN
 from connector.errors import MappingError
 from connector.mapping.expressions import StrictModel
-from connector.secrets import register_secret
+from connector.mapping.model import Mapping
+from connector.secrets import redact_url, register_secret
 
 RENAMED_EVENTS = {"guestLinkOpened": ("guestLinkOpenedGuestApp", "2025-09-11")}
 """Events the spec renamed (§9): the old name, its successor and the date."""
@@ -41,6 +43,7 @@ _OPERATOR_ALIASES = {"==": "=", "<>": "!=", "not_exists": "not exists", "not in"
 _OPERATOR_ALIASES |= {"notin": "!in", "not_in": "!in", "between": "range", "eq": "="}
 
 Scalar = str | int | float | bool
+Path_ = tuple[str | int, ...]
 EVENT_NAMES = ", ".join(event.value for event in OutgoingEventName)
 
 
@@ -129,8 +132,10 @@ class WebhookSpec(StrictModel):
 
     name: str = Field(min_length=1, description="Unique within the file: what plans match by.")
     event: str = Field(description=f"One of the events of spec §6.2: {EVENT_NAMES}.")
-    url: Annotated[str, Field(pattern=HTTP_URL_PATTERN)] = Field(
-        description="Where the service POSTs the event: the receiver (`pms-sync receive`)."
+    url: str = Field(
+        description="Where the service POSTs the event: the receiver (`pms-sync receive`).",
+        # Editors check the pattern; the validator below says what is wrong in words.
+        json_schema_extra={"pattern": HTTP_URL_PATTERN},
     )
     conditions: list[ConditionSpec] = Field(default_factory=list)
     dataPoints: list[Annotated[str, Field(min_length=1)]] = Field(
@@ -161,6 +166,16 @@ class WebhookSpec(StrictModel):
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"unknown event {value!r}{hint} (events: {EVENT_NAMES})")
 
+    @field_validator("url")
+    @classmethod
+    def _http_address(cls, value: str) -> str:
+        if re.fullmatch(HTTP_URL_PATTERN, value) is None:
+            raise ValueError(
+                "url must be an https:// or http:// address without spaces, "
+                f"got {redact_url(value)!r}"
+            )
+        return value
+
     @field_validator("headers")
     @classmethod
     def _header_names(cls, headers: dict[str, str]) -> dict[str, str]:
@@ -189,6 +204,9 @@ class WebhooksFile(StrictModel):
     the Open API client (of those named with ``prefix``, when set): any other is deleted by
     `pms-sync webhooks apply`."""
 
+    # Read through load_webhooks: the rules across entries (unique names, the prefix, the
+    # empty file's confirmation) are checked there, reported with every member's problems.
+
     connection: str | None = Field(
         default=None, description="The connection (mapping name) the file belongs to."
     )
@@ -198,29 +216,70 @@ class WebhooksFile(StrictModel):
         description="Manage only configurations whose name starts with this (several files "
         "sharing one Open API client); every name of the file must start with it.",
     )
+    delete_all: StrictBool = Field(
+        default=False,
+        description="Confirms a file with no webhooks and no prefix: apply deletes every "
+        "configuration of the Open API client, those other tools made included. Refused "
+        "otherwise.",
+    )
     webhooks: list[WebhookSpec] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _names(self) -> WebhooksFile:
-        names = [spec.name for spec in self.webhooks]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"webhook names must be unique (plans match by name): {repeated}")
-        if self.prefix is not None:
-            outside = [name for name in names if not name.startswith(self.prefix)]
-            if outside:
-                raise ValueError(f"names must start with the prefix {self.prefix!r}: {outside}")
-        return self
 
     def manages(self, name: str) -> bool:
         """Whether a configuration of the service with this name is this file's to manage."""
         return self.prefix is None or name.startswith(self.prefix)
 
 
+EMPTY_WITHOUT_PREFIX = (
+    "no webhooks and no prefix: apply would delete every webhook configuration of the Open "
+    "API client, those other tools made included; list the webhooks, set `prefix` to manage "
+    "only names starting with it, or write `delete_all: true` to confirm"
+)
+
+
+def _rules_across_entries(data: dict[str, Any]) -> list[tuple[Path_, str]]:
+    """Problems no single member shows (location, message), read from the file's data so they
+    are reported with the members' problems, not after them are fixed."""
+    problems: list[tuple[Path_, str]] = []
+    entries = data.get("webhooks", [])
+    prefix = data.get("prefix")
+    prefix = prefix if isinstance(prefix, str) and prefix else None
+    if not isinstance(entries, list):
+        return problems
+    first: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        where: Path_ = ("webhooks", index, "name")
+        if name in first:
+            problems.append(
+                (
+                    where,
+                    f"name {name!r} is also the name of entry {first[name]}: names must be unique "
+                    "(plans match by name)",
+                )
+            )
+        first.setdefault(name, index)
+        if prefix is not None and not name.startswith(prefix):
+            problems.append((where, f"name {name!r} must start with the prefix {prefix!r}"))
+    confirmed = data.get("delete_all") is True
+    if not entries and prefix is None and not confirmed:
+        problems.append((("webhooks",), EMPTY_WITHOUT_PREFIX))
+    if confirmed and (entries or prefix is not None):
+        problems.append(
+            (
+                ("delete_all",),
+                "`delete_all: true` confirms a file with no webhooks and no prefix; this one "
+                "has " + ("webhooks" if entries else "a prefix") + ": remove `delete_all`",
+            )
+        )
+    return problems
+
+
 def load_webhooks(path: str | os.PathLike[str]) -> WebhooksFile:
     """Read and validate a webhooks file; raises :class:`WebhooksFileError` naming file, line
-    and member of every problem. Header values are registered as secrets."""
-    from connector.mapping.loader import _read_yaml, _schema_error
+    and member of every problem, all at once. Header values are registered as secrets."""
+    from connector.mapping.loader import _first_line, _read_yaml, _schema_error
 
     file = str(path)
     try:
@@ -234,10 +293,58 @@ def load_webhooks(path: str | os.PathLike[str]) -> WebhooksFile:
             for value in headers.values():
                 if isinstance(value, str) and value:
                     register_secret(value)
+    problems = [
+        MappingError(
+            message,
+            file=file,
+            line=_first_line(lines, where),
+            member=".".join(str(part) for part in where),
+        )
+        for where, message in _rules_across_entries(data)
+    ]
     try:
-        return WebhooksFile.model_validate(data)
+        loaded = WebhooksFile.model_validate(data)
     except ValidationError as error:
-        raise _as_webhooks_error(_schema_error(file, error, data, lines)) from None
+        found = _schema_error(file, error, data, lines).problems
+        problems = [*(_with_entry_name(problem, data) for problem in found), *problems]
+    if problems:
+        raise _as_webhooks_error(MappingError.listing(problems))
+    return loaded
+
+
+def load_mapping_webhooks(mapping: Mapping) -> WebhooksFile | None:
+    """The webhooks file the mapping's ``webhooks:`` names, checked like :func:`load_webhooks`;
+    None when the mapping names none."""
+    if mapping.webhooks is None:
+        return None
+    path = mapping.relative_path(mapping.webhooks)
+    if not path.is_file():
+        raise WebhooksFileError(
+            f"the webhooks file {mapping.webhooks!r} is not there ({path})",
+            file=str(mapping.source_file or ""),
+            line=mapping.line_of(("webhooks",)),
+            member="webhooks",
+        )
+    return load_webhooks(path)
+
+
+def _with_entry_name(problem: MappingError, data: dict[str, Any]) -> MappingError:
+    """The problem of an entry names the entry too: ``webhook 'arrivals': …``."""
+    parts = (problem.member or "").split(".")
+    entries = data.get("webhooks")
+    if len(parts) < 2 or parts[0] != "webhooks" or not parts[1].isdigit():
+        return problem
+    index = int(parts[1])
+    entry = entries[index] if isinstance(entries, list) and index < len(entries) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str) or not name:
+        return problem
+    return MappingError(
+        f"webhook {name!r}: {problem.message}",
+        file=problem.file,
+        line=problem.line,
+        member=problem.member,
+    )
 
 
 def _as_webhooks_error(error: MappingError) -> WebhooksFileError:

@@ -87,6 +87,7 @@ def test_every_problem_of_the_file_is_reported_at_once(tmp_path: Path) -> None:
     assert [(p.line, p.member) for p in error.problems] == [
         (3, "webhooks.0.event"),
         (5, "webhooks.1.url"),
+        (5, "webhooks.1.name"),  # the second "arrivals"
     ]
 
 
