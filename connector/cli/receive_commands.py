@@ -46,6 +46,13 @@ def register(group: click.Group) -> None:
     metavar="NAME",
     help=f"Header carrying the secret (its value: env {SECRET_VARIABLE}, never an option).",
 )
+@setting_option(
+    ReceiverSection,
+    "delivery_id_header",
+    metavar="NAME",
+    help="Header in which the service names an event's emission (the same on redeliveries): "
+    "repeats of one event are then stored apart. Without it, one body is one event.",
+)
 @setting_option(ReceiverSection, "max_body", metavar="BYTES", help="Largest body accepted.")
 @setting_option(ReceiverSection, "events", "--events", "store", help="Events store (DuckDB).")
 @setting_option(
@@ -68,6 +75,7 @@ def receive_command(
     host: str | None,
     port: int | None,
     secret_header: str | None,
+    delivery_id_header: str | None,
     max_body: int | None,
     store: str | None,
     allowed_hosts: tuple[str, ...],
@@ -84,6 +92,7 @@ def receive_command(
             max_body_bytes=max_body,
             store=Path(store) if store is not None else None,
             allowed_hosts=allowed_hosts,
+            delivery_id_header=delivery_id_header,
         )
         serve_forever(settings)
     except PmsSyncError as error:

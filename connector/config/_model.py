@@ -386,6 +386,15 @@ class ReceiverSection(Section):
         description="header carrying the secret",
         json_schema_extra=_on("--secret-header"),
     )
+    delivery_id_header: str | None = Field(
+        None,
+        description=(
+            "header in which the service names an event's emission, the same on each "
+            "redelivery: events with other ids are repeats, each stored; without it, one body "
+            "is one event"
+        ),
+        json_schema_extra=_on("--delivery-id-header", shown="none (the body alone)"),
+    )
     max_body: int = Field(
         64 * 1024,  # an event is a few hundred bytes; this bounds what a stranger can send
         ge=1024,

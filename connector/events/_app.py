@@ -58,9 +58,13 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def event_key(document: dict[str, Any]) -> str:
-    """The event's natural idempotency key: the same body delivered twice has the same key."""
-    return hashlib.sha256(canonical_json(document).encode()).hexdigest()
+def event_key(document: dict[str, Any], delivery_id: str | None = None) -> str:
+    """The event's idempotency key: the same body delivered twice has the same key; with the
+    service's id of the emission, the same body emitted twice (a repeat) has two."""
+    text = canonical_json(document)
+    if delivery_id:
+        text += "\n" + delivery_id
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _shape_problem(document: Any) -> str | None:
@@ -130,7 +134,12 @@ def create_receiver_app(settings: ReceiverSettings, writer: EventWriter) -> Host
         problem = _shape_problem(document)
         if problem is not None:
             return _error(400, "invalid_request", problem)
-        key = event_key(document)
+        delivery_id = (
+            request.headers.get(settings.delivery_id_header)
+            if settings.delivery_id_header is not None
+            else None
+        )
+        key = event_key(document, delivery_id)
         event = IncomingEvent(
             connection=connection,
             event_key=key,

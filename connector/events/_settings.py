@@ -33,6 +33,7 @@ class ReceiverSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     lock_timeout_s: float = 10.0  # waiting for a reader (the Dagster sensor) of the store
     allowed_hosts: tuple[str, ...] = ()  # Host names answered besides its own (a proxy's)
+    delivery_id_header: str | None = None  # the service's id of an emission, if it sends one
 
     def __post_init__(self) -> None:
         # A reader names the setting first (receiver_settings); this holds for other callers.
@@ -46,8 +47,9 @@ class ReceiverSettings:
             raise ConfigError(
                 f"the largest body must be 1024 bytes or more, got {self.max_body_bytes}"
             )
-        if not self.secret_header or any(c.isspace() or c == ":" for c in self.secret_header):
-            raise ConfigError(f"not a header name: {self.secret_header!r}")
+        for header in (self.secret_header, self.delivery_id_header):
+            if header is not None and (not header or any(c.isspace() or c == ":" for c in header)):
+                raise ConfigError(f"not a header name: {header!r}")
 
     def __repr__(self) -> str:
         secret = MASK if self.secret else None
@@ -66,6 +68,7 @@ def receiver_settings(
     max_body_bytes: int | None = None,
     store: Path | None = None,
     allowed_hosts: Iterable[str] = (),
+    delivery_id_header: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ReceiverSettings:
     """Explicit values, then ``PMS_SYNC_RECEIVER_*`` variables (``env``; None: the
@@ -79,6 +82,7 @@ def receiver_settings(
             "header": secret_header,
             "max_body": max_body_bytes,
             "events": store,
+            "delivery_id_header": delivery_id_header,
         },
     )
     return ReceiverSettings(
@@ -89,6 +93,7 @@ def receiver_settings(
         secret_header=section.header,
         max_body_bytes=section.max_body,
         allowed_hosts=AllowedHosts.of(section.host, [*allowed_hosts, *section.allowed_hosts]).names,
+        delivery_id_header=section.delivery_id_header or None,
     )
 
 

@@ -49,6 +49,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+DELIVERY_ID_HEADER = "X-Delivery-Id"
+"""The sandbox's header naming an emission, kept by its redeliveries: a service that names its
+deliveries lets the receiver tell a repeated event from a redelivered one (docs/loop.md)."""
+
+
 @dataclass
 class Delivery:
     """One POST of one event to one configuration's URL, and what became of it."""
@@ -63,6 +68,8 @@ class Delivery:
     headers: dict[str, str]  # configured values: secrets, never shown in the log
     body: bytes
     redelivery_of: str | None = None
+    # The emission this delivery sends: the same on every redelivery, sent as DELIVERY_ID_HEADER.
+    emission_id: str = ""
     status: str = "pending"  # pending | delivered | failed
     attempts: int = 0
     last_status: int | None = None
@@ -82,6 +89,7 @@ class Delivery:
             "headerNames": sorted(self.headers),
             "body": json.loads(self.body),
             "redeliveryOf": self.redelivery_of,
+            "emissionId": self.emission_id or self.id,
             "status": self.status,
             "attempts": self.attempts,
             "lastStatus": self.last_status,
@@ -212,6 +220,7 @@ class EventDispatcher:
                 headers=dict(original.headers),
                 body=original.body,
                 redelivery_of=original.id,
+                emission_id=original.emission_id or original.id,
             )
             again.append(copy)
             self._schedule(copy)
@@ -262,7 +271,11 @@ class EventDispatcher:
         if self._http is None:
             await self.start()  # an app served without its lifespan (never by uvicorn)
         assert self._http is not None and self._slots is not None
-        headers = {**delivery.headers, "Content-Type": "application/json"}
+        headers = {
+            **delivery.headers,
+            "Content-Type": "application/json",
+            DELIVERY_ID_HEADER: delivery.emission_id or delivery.id,
+        }
         backoff = settings.backoff_s
         while delivery.attempts < settings.max_attempts:
             delivery.attempts += 1
