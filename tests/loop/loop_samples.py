@@ -207,7 +207,8 @@ def run_command(*args: str, **env: str) -> tuple[int, dict[str, Any], str]:
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
-def _default_stop_signals() -> None:
+def default_stop_signals() -> None:
+    """Run in a child before exec: SIGTERM and SIGINT as a service manager leaves them."""
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, signal.SIG_DFL)
 
@@ -221,7 +222,7 @@ def receive_command(store: Path, secret: str = RECEIVER_SECRET) -> Iterator[str]
         stderr=subprocess.STDOUT,
         env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": secret},
         # As a service manager starts it (see test_receiver.py): SIGTERM stops it gracefully.
-        preexec_fn=_default_stop_signals,
+        preexec_fn=default_stop_signals,
     )
     try:
         assert process.stdout is not None

@@ -202,3 +202,26 @@ def test_the_command_and_the_asset_share_what_each_destination_holds(
     assert (after_sensor[0], after_sensor[1]["received"], after_sensor[1]["written"]) == (0, 0, 0)
     written = pd.read_csv(folder / "hotel" / "out" / "events.csv")
     assert sorted(written["seq"]) == [1, 2, 3]
+
+
+def test_a_destination_that_cannot_be_written_fails_the_run_and_keeps_its_events(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    folder = connection(tmp_path, arrivals([1]))
+    job = code_location(folder, resources(clean_sandbox, tmp_path)).resolve_job_def("hotel_events")
+    instance = dg.DagsterInstance.ephemeral()
+    post_events(tmp_path / "events.duckdb", 1, 2)
+    blocked = folder / "hotel" / "out" / "events.csv"
+    blocked.mkdir(parents=True)  # a folder where the file goes
+
+    failed = job.execute_in_process(instance=instance, raise_on_error=False)
+    blocked.rmdir()
+    fixed = job.execute_in_process(instance=instance)
+
+    assert not failed.success
+    failure = failed.failure_data_for_node("hotel__service_events")
+    assert failure is not None and failure.user_failure_data is not None
+    assert f"cannot write {blocked}" in (failure.user_failure_data.description or "")
+    found = metadata(fixed, "service_events")
+    assert (found["received"], found["written"], found["after_seq"]) == (2, 2, 0)
+    assert len(pd.read_csv(blocked)) == 2
