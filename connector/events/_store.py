@@ -163,7 +163,8 @@ def write_new_events(
         # A file behind is rewritten whole: then every event is read, else only the new ones.
         since = min((0 if d.file is not None else seq for d, seq in behind), default=upto)
         events = store.received_events(connection, after_seq=since, upto_seq=upto)
-    oldest = min(held, default=0)
+    # A run started for an older high-water mark (a sensor's) finds the destinations ahead.
+    oldest = min(*held, upto) if held else 0
     found = NewEvents(connection, oldest, upto, events[events["seq"] > oldest])
 
     writes: list[DestinationWrite] = []
