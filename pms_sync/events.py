@@ -2,10 +2,12 @@
 materializes it when the receiver (``pms-sync receive``) has stored new ones.
 
 The receiver keeps events in its own DuckDB file (``events.duckdb`` beside the snapshot, or
-``PMS_SYNC_EVENTS``). Each materialization takes the connection's events received after the
-previous materialization (its ``upto_seq``) and, where the mapping declares ``events:
-destination:``, writes them back. Exists for connections whose mapping has an ``events:``
-section.
+``PMS_SYNC_EVENTS``). Where the mapping declares ``events: destination:``, each
+materialization writes every destination the events it does not hold yet, through
+``connector.events.write_new_events`` like ``pms-sync events write``: the cursors are kept in the
+events store, shared by both. Without a destination it reports the events received after its
+previous materialization (its ``upto_seq``). Exists for connections whose mapping has an
+``events:`` section.
 """
 
 from pathlib import Path
@@ -13,9 +15,9 @@ from pathlib import Path
 import dagster as dg
 
 from connector.errors import PmsSyncError
-from connector.events import events_store_path, last_event_seq, new_events, write_back_events
+from connector.events import events_store_path, last_event_seq, new_events, write_new_events
 from pms_sync.connections import Connection
-from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata
+from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
 from pms_sync.resources import SnapshotResource
 
 UPTO_TAG = "pms_sync/events_upto"
@@ -45,19 +47,23 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         context: dg.AssetExecutionContext, snapshot: SnapshotResource
     ) -> dg.MaterializeResult:
         store = events_store_path(Path(snapshot.path))
-        after = _previous_upto(context, key)
         tag = context.run.tags.get(UPTO_TAG)
         upto = int(tag) if tag and tag.isdigit() else None
-        found = new_events(store, receiver_path, after, upto_seq=upto)
+        report = None
+        if destinations:
+            # The cursors in the store say what each destination holds, whoever wrote it
+            # (this asset or `pms-sync events write`): nothing is written twice.
+            report = write_new_events(
+                store, receiver_path, destinations, base_dir=mapping.base_dir, upto_seq=upto
+            )
+            found = report.found
+        else:
+            found = new_events(store, receiver_path, _previous_upto(context, key), upto_seq=upto)
         metadata: dict[str, object] = {
             "received": dg.MetadataValue.int(len(found.events)),
-            "after_seq": dg.MetadataValue.int(after),
+            "after_seq": dg.MetadataValue.int(found.after_seq),
             "upto_seq": dg.MetadataValue.int(found.upto_seq),
-            "redeliveries": dg.MetadataValue.int(
-                int(found.events["deliveries"].sum() - len(found.events))
-                if len(found.events)
-                else 0
-            ),
+            "redeliveries": dg.MetadataValue.int(found.redeliveries),
             "by_event": dg.MetadataValue.md(
                 markdown_table(("event", "received"), found.counts.items())
             ),
@@ -71,22 +77,17 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
                 )
             ),
         }
-        writes = [
-            write_back_events(
-                store,
-                receiver_path,
-                destination,
-                base_dir=mapping.base_dir,
-                after_seq=after,
-                upto_seq=found.upto_seq,
-            )
-            for destination in (destinations if len(found.events) else [])
-        ]
-        if destinations:
-            metadata["written"] = dg.MetadataValue.int(max((w.rows for w in writes), default=0))
+        if report is not None:
+            metadata["written"] = dg.MetadataValue.int(report.written)
             metadata["destination"] = dg.MetadataValue.text(
-                "; ".join(write.destination for write in writes) or "nothing new to write"
+                "; ".join(w.destination for w in report.writes if w.upto_seq > w.after_seq)
+                or "nothing new to write"
             )
+            if report.errors:
+                raise dg.Failure(
+                    description=masked_text("; ".join(report.errors)),
+                    metadata=masked_metadata(metadata),
+                )
         return dg.MaterializeResult(metadata=masked_metadata(metadata))
 
     job = dg.define_asset_job(

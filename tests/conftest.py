@@ -104,6 +104,7 @@ LONG_MODULES: tuple[str, ...] = (
     "tests/mapping/test_read_in_place.py",
     "tests/mapping/test_fast_path.py",
     "tests/rate/test_shared_rate_ledger.py",
+    "tests/loop/test_events_write.py",
 )
 
 

@@ -11,6 +11,7 @@ import click
 
 from connector.cli import (
     account_commands,
+    events_commands,
     init_commands,
     links_commands,
     mapping_commands,
@@ -100,5 +101,6 @@ for _module in (
     links_commands,
     webhook_commands,
     receive_commands,
+    events_commands,
 ):
     _module.register(main)

@@ -2,8 +2,9 @@
 serves ``POST /events/{connection}``, checks the secret header, bounds the body, stores each
 event once in a DuckDB file of its own (``events.duckdb``), and answers at once.
 
-``write_back_events`` writes a connection's events where its mapping declares (Dagster's
-``<connection>/service_events`` does it for newly received events).
+``write_new_events`` writes a connection's events where its mapping declares, each
+destination only the events it does not hold yet (a cursor per destination, kept in the
+store): ``pms-sync events write`` and Dagster's ``<connection>/service_events`` both call it.
 """
 
 from connector.events._app import create_receiver_app, event_key
@@ -25,10 +26,12 @@ from connector.events._settings import (
 from connector.events._store import (
     EVENT_COLUMN_TYPES,
     EVENT_KEY,
+    DestinationWrite,
+    EventsWriteReport,
     NewEvents,
     last_event_seq,
     new_events,
-    write_back_events,
+    write_new_events,
 )
 from connector.events._writer import EventWriter
 
@@ -39,7 +42,9 @@ __all__ = [
     "EVENT_COLUMN_TYPES",
     "EVENT_KEY",
     "BackgroundReceiver",
+    "DestinationWrite",
     "EventWriter",
+    "EventsWriteReport",
     "NewEvents",
     "ReceiverExposedError",
     "ReceiverSettings",
@@ -52,5 +57,5 @@ __all__ = [
     "new_events",
     "receiver_settings",
     "serve_forever",
-    "write_back_events",
+    "write_new_events",
 ]

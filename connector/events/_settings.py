@@ -98,7 +98,14 @@ def receiver_settings(
 
 
 def events_store_path(
-    snapshot_path: SnapshotLocation, env: Mapping[str, str] | None = None
+    snapshot_path: SnapshotLocation,
+    env: Mapping[str, str] | None = None,
+    *,
+    store: Path | None = None,
 ) -> Path:
-    """Where the receiver keeps events: ``PMS_SYNC_EVENTS``, else beside the snapshot."""
-    return ReceiverSection.read(env).events or state_dir(snapshot_path) / EVENTS_FILE
+    """Where the receiver keeps events: ``store`` (``--events``), else ``PMS_SYNC_EVENTS``,
+    else beside the snapshot."""
+    return (
+        ReceiverSection.read(env, {"events": store}).events
+        or state_dir(snapshot_path) / EVENTS_FILE
+    )

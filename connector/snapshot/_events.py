@@ -1,5 +1,6 @@
 """Events received from the service (migration 10): each stored once, whatever the number of
-deliveries, in the order of arrival.
+deliveries, in the order of arrival; and how far each write-back destination has them
+(migration 13).
 
 A mixin of both backends. The receiver (``pms-sync receive``) writes them to a store of
 its own (``events.duckdb`` by default, see ``connector.events``) so that a long-running process
@@ -8,7 +9,7 @@ never holds the snapshot's single-writer lock; the table is the same in both fil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -106,3 +107,31 @@ class EventTables(StorePrimitives):
             {"connection": connection},
         )
         return int(found["seq"].iloc[0])
+
+    def event_write_cursors(self, connection: str) -> dict[str, int]:
+        """Per destination of ``connection``, the ``seq`` of the last event written there."""
+        found = self._query(
+            "SELECT destination, upto_seq FROM event_write_cursors WHERE connection = :connection",
+            {"connection": connection},
+        )
+        return {
+            str(d): int(s) for d, s in zip(found["destination"], found["upto_seq"], strict=True)
+        }
+
+    def advance_event_write_cursors(
+        self, connection: str, written: Mapping[str, int], at: datetime
+    ) -> None:
+        """Record that each destination of ``written`` holds the events up to its ``seq``; a
+        cursor never moves back (a slower writer that started earlier finishes later)."""
+        if not written:
+            return
+        with self._transaction() as session:
+            for destination, upto in written.items():
+                self._execute(
+                    session,
+                    "INSERT INTO event_write_cursors VALUES (:connection, :destination, :upto, :at) "
+                    "ON CONFLICT (connection, destination) DO UPDATE SET "
+                    "upto_seq = greatest(event_write_cursors.upto_seq, excluded.upto_seq), "
+                    "written_at = excluded.written_at",
+                    {"connection": connection, "destination": destination, "upto": upto, "at": at},
+                )

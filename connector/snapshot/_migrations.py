@@ -325,6 +325,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE possibly_stored ADD COLUMN in_flight VARCHAR",
         ),
     ),
+    Migration(
+        13,
+        "how far each destination has the received events",
+        (
+            # Per connection and write-back destination, the last event (``seq``) written
+            # there: ``pms-sync events write`` and Dagster's ``service_events`` share it, so
+            # neither writes again what the other wrote. Moved only after the destination
+            # took the rows; a crash in between re-writes them (upserted: harmless).
+            """
+            CREATE TABLE IF NOT EXISTS event_write_cursors (
+                connection  VARCHAR NOT NULL,
+                destination VARCHAR NOT NULL,  -- the table (URL without password) or the file
+                upto_seq    BIGINT NOT NULL,
+                written_at  TIMESTAMP NOT NULL,
+                PRIMARY KEY (connection, destination)
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime
 from typing import Protocol
 
@@ -208,3 +208,13 @@ class SnapshotStore(Protocol):
     ) -> pd.DataFrame: ...
 
     def last_event_seq(self, connection: str | None = None) -> int: ...
+
+    def event_write_cursors(self, connection: str) -> dict[str, int]:
+        """Per write-back destination, the last event of ``connection`` written there."""
+        ...
+
+    def advance_event_write_cursors(
+        self, connection: str, written: Mapping[str, int], at: datetime
+    ) -> None:
+        """Move the destinations' cursors forward (never back), in one transaction."""
+        ...

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -23,6 +27,11 @@ RECEIVER_SECRET = "receiver-secret-for-tests-0123"
 POSTGRES_URL = os.environ.get(
     "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+MARIADB_URL = os.environ.get(
+    "PMS_SYNC_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
+PMS_SYNC = str(Path(sys.executable).parent / "pms-sync")
+"""The installed command: tests run it as a cron job or a service manager would."""
 
 
 def fast_delivery_config() -> SandboxConfig:
@@ -160,3 +169,66 @@ def table_rows(url: str, table: str, schema: str | None = None) -> list[dict]:
             return [dict(row._mapping) for row in connection.execute(sa.select(found))]
     finally:
         engine.dispose()
+
+
+@contextlib.contextmanager
+def mariadb_database() -> Iterator[str]:
+    """A MariaDB database of its own for one test, dropped after: its URL."""
+    database = f"pms_sync_loop_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
+    except sa.exc.OperationalError as error:
+        admin.dispose()
+        unavailable("MariaDB", error)
+    try:
+        yield (
+            sa.engine.make_url(MARIADB_URL)
+            .set(database=database)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
+        admin.dispose()
+
+
+def run_plain(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``pms-sync ARGS`` in a process of its own, ``env`` added to the environment."""
+    return subprocess.run(
+        [PMS_SYNC, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
+
+
+def run_command(*args: str, **env: str) -> tuple[int, dict[str, Any], str]:
+    """``pms-sync ARGS --json`` in a process of its own: exit code, document, stderr."""
+    done = run_plain(*args, "--json", **env)
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def default_stop_signals() -> None:
+    """Run in a child before exec: SIGTERM and SIGINT as a service manager leaves them."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def receive_command(store: Path, secret: str = RECEIVER_SECRET) -> Iterator[str]:
+    """``pms-sync receive`` in a process of its own, on a free port: its base URL."""
+    process = subprocess.Popen(
+        [PMS_SYNC, "receive", "--port", "0", "--events", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": secret},
+        # As a service manager starts it (see test_receiver.py): SIGTERM stops it gracefully.
+        preexec_fn=default_stop_signals,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline().decode()  # printed once the port is bound
+        assert "listening on " in banner, banner
+        yield banner.split("listening on ")[1].split("/events")[0]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(15)

@@ -24,7 +24,13 @@ from pms_sync.resources import (
 )
 from pms_sync.storage import MappedRecordsIOManager
 from tests.dagster.code_location import code_location
-from tests.loop.loop_samples import RECEIVER_SECRET, arrivals, running_receiver, write_connection
+from tests.loop.loop_samples import (
+    RECEIVER_SECRET,
+    arrivals,
+    run_command,
+    running_receiver,
+    write_connection,
+)
 
 EXTRA = """\
 links:
@@ -111,16 +117,9 @@ def test_the_nightly_job_applies_the_webhooks_and_writes_the_links_back(
     assert (hooks["created"], hooks["unchanged"]) == (1, 0)
 
 
-def test_the_sensor_materializes_new_events_once_and_writes_them_back(
-    clean_sandbox: SandboxHandle, tmp_path: Path
-) -> None:
-    folder = connection(tmp_path, arrivals([1]))
-    given = resources(clean_sandbox, tmp_path)
-    defs = code_location(folder, given)
-    sensor = defs.resolve_sensor_def("hotel_service_events")
-    instance = dg.DagsterInstance.ephemeral()
-    with running_receiver(tmp_path / "events.duckdb") as receiver:
-        for n in (1, 2):
+def post_events(store: Path, *numbers: int) -> None:
+    with running_receiver(store) as receiver:
+        for n in numbers:
             httpx.post(
                 f"{receiver.base_url}/events/hotel",
                 json={
@@ -130,6 +129,17 @@ def test_the_sensor_materializes_new_events_once_and_writes_them_back(
                 },
                 headers={"X-Receiver-Secret": RECEIVER_SECRET},
             ).raise_for_status()
+
+
+def test_the_sensor_materializes_new_events_once_and_writes_them_back(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    folder = connection(tmp_path, arrivals([1]))
+    given = resources(clean_sandbox, tmp_path)
+    defs = code_location(folder, given)
+    sensor = defs.resolve_sensor_def("hotel_service_events")
+    instance = dg.DagsterInstance.ephemeral()
+    post_events(tmp_path / "events.duckdb", 1, 2)
 
     snapshot = {"snapshot": given["snapshot"]}
     tick = sensor(dg.build_sensor_context(instance=instance, resources=snapshot))
@@ -153,3 +163,65 @@ def test_the_sensor_materializes_new_events_once_and_writes_them_back(
         metadata(rerun, "service_events")["received"],
         len(pd.read_csv(folder / "hotel" / "out" / "events.csv")),
     ) == (0, 2)
+
+
+def test_the_command_and_the_asset_share_what_each_destination_holds(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    folder = connection(tmp_path, arrivals([1]))
+    given = resources(clean_sandbox, tmp_path)
+    defs = code_location(folder, given)
+    sensor = defs.resolve_sensor_def("hotel_service_events")
+    job = defs.resolve_job_def("hotel_events")
+    instance = dg.DagsterInstance.ephemeral()
+    store = tmp_path / "events.duckdb"
+    command = ("events", "write", str(folder / "hotel" / "mapping.yaml"))
+    snapshot = ("--snapshot", str(tmp_path / "snapshot.duckdb"))  # the store lies beside it
+    post_events(store, 1, 2)
+
+    by_cron = run_command(*command, *snapshot)
+    after_cron = job.execute_in_process(instance=instance)
+    post_events(store, 3)
+    tick = sensor(
+        dg.build_sensor_context(instance=instance, resources={"snapshot": given["snapshot"]})
+    )
+    by_sensor = job.execute_in_process(instance=instance, tags=tick.run_requests[0].tags)
+    after_sensor = run_command(*command, *snapshot)
+
+    assert (by_cron[0], by_cron[1]["written"], by_cron[1]["upto_seq"]) == (0, 2, 2)
+    quiet = metadata(after_cron, "service_events")
+    assert (quiet["received"], quiet["written"], quiet["destination"]) == (
+        0,
+        0,
+        "nothing new to write",
+    )
+    found = metadata(by_sensor, "service_events")
+    # The file is rewritten with every event; the one new since the command's write.
+    assert (found["received"], found["after_seq"], found["upto_seq"]) == (1, 2, 3)
+    assert found["written"] == 3
+    assert (after_sensor[0], after_sensor[1]["received"], after_sensor[1]["written"]) == (0, 0, 0)
+    written = pd.read_csv(folder / "hotel" / "out" / "events.csv")
+    assert sorted(written["seq"]) == [1, 2, 3]
+
+
+def test_a_destination_that_cannot_be_written_fails_the_run_and_keeps_its_events(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    folder = connection(tmp_path, arrivals([1]))
+    job = code_location(folder, resources(clean_sandbox, tmp_path)).resolve_job_def("hotel_events")
+    instance = dg.DagsterInstance.ephemeral()
+    post_events(tmp_path / "events.duckdb", 1, 2)
+    blocked = folder / "hotel" / "out" / "events.csv"
+    blocked.mkdir(parents=True)  # a folder where the file goes
+
+    failed = job.execute_in_process(instance=instance, raise_on_error=False)
+    blocked.rmdir()
+    fixed = job.execute_in_process(instance=instance)
+
+    assert not failed.success
+    failure = failed.failure_data_for_node("hotel__service_events")
+    assert failure is not None and failure.user_failure_data is not None
+    assert f"cannot write {blocked}" in (failure.user_failure_data.description or "")
+    found = metadata(fixed, "service_events")
+    assert (found["received"], found["written"], found["after_seq"]) == (2, 2, 0)
+    assert len(pd.read_csv(blocked)) == 2

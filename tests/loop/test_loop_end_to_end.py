@@ -1,7 +1,8 @@
 """The loop closed, over real sockets: webhook configurations applied from a file, a sync
 whose new reservations the sandbox posts to the receiver (stored once each, redeliveries
 included), and the guest links of the upcoming arrivals written to a PostgreSQL table and to
-SQLite, then not fetched again."""
+SQLite, then not fetched again; the events the receiver (``pms-sync receive``) stored written
+to the PMS's table by ``pms-sync events write``, each once."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from tests.loop.loop_samples import (
     RECEIVER_SECRET,
     arrivals,
     postgres_schema,
+    receive_command,
+    run_command,
     running_receiver,
     settings_for,
     table_rows,
@@ -105,3 +108,65 @@ def test_webhooks_events_and_links_close_the_loop(
     assert sorted(by_id) == sorted(upcoming)
     assert {row["reservation_id"]: row["guest_app"] for row in in_sqlite} == by_id
     assert (len(again.fetched), again.reused, again.requests) == (0, 5, 0)
+
+
+EVENT_HOOKS = """\
+webhooks:
+  - name: arrivals
+    event: reservationCreated
+    url: {url}
+    headers: {{X-Receiver-Secret: "${{HOTEL_RECEIVER_SECRET}}"}}
+  - name: check-in-opened
+    event: guestLinkOpenedCheckIn
+    url: {url}
+    headers: {{X-Receiver-Secret: "${{HOTEL_RECEIVER_SECRET}}"}}
+"""
+
+EVENTS_TO_THE_PMS = """\
+events:
+  destination: {sql: {url: "sqlite:///pms.sqlite", table: pms_events}}
+"""
+
+
+@pytest.mark.slow
+def test_events_of_a_sync_reach_the_pms_table_once_through_the_commands(
+    events_sandbox: SandboxHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOTEL_RECEIVER_SECRET", RECEIVER_SECRET)
+    settings = settings_for(events_sandbox.base_url, tmp_path)
+    store = tmp_path / "events.duckdb"
+    with receive_command(store) as receiver:
+        hooks = tmp_path / "webhooks.yaml"
+        hooks.write_text(EVENT_HOOKS.format(url=f"{receiver}/events/hotel"))
+        assert apply_webhooks_file(hooks, settings).status == "ok"
+        mapping = write_connection(tmp_path / "hotel", arrivals([1, 2, 3]), EVENTS_TO_THE_PMS)
+        write_events = ("events", "write", str(mapping), "--events", str(store))
+
+        assert run_sync(mapping, settings).status == "succeeded"
+        events_sandbox.wait_for_deliveries()
+        events_sandbox.redeliver()  # the service delivers each event again
+        events_sandbox.wait_for_deliveries()
+        for _ in range(2):  # the guest opens the check-in link twice: two emissions
+            events_sandbox.emit_event("guestLinkOpenedCheckIn", "demo", "B0")
+            log = events_sandbox.wait_for_deliveries()
+        first = run_command(*write_events)
+        again = run_command(*write_events)
+
+    assert len(log) == 3 + 3 + 2 and {d["status"] for d in log} == {"delivered"}
+    assert first[0] == 0, first[2]
+    assert (first[1]["received"], first[1]["written"], first[1]["redeliveries"]) == (4, 4, 4)
+    assert (again[0], again[1]["received"], again[1]["written"]) == (0, 0, 0)
+    rows = table_rows(f"sqlite:///{tmp_path / 'hotel' / 'pms.sqlite'}", "pms_events")
+    in_table = sorted(
+        (row["event"], json.loads(row["resource"])["externalId"], row["deliveries"]) for row in rows
+    )
+    # Each event once. The second emission of guestLinkOpenedCheckIn has the same body as the
+    # first: the store keys events by their body, so the repeat is counted as a delivery of
+    # the one event, not kept as an event of its own (issue 42, item 5).
+    assert in_table == [
+        ("guestLinkOpenedCheckIn", "B0", 2),
+        ("reservationCreated", "B0", 2),
+        ("reservationCreated", "B1", 2),
+        ("reservationCreated", "B2", 2),
+    ]
+    assert len({row["event_key"] for row in rows}) == len(rows)

@@ -24,7 +24,7 @@ from connector.events import (
     new_events,
     receiver_settings,
 )
-from tests.loop.loop_samples import RECEIVER_SECRET, running_receiver
+from tests.loop.loop_samples import RECEIVER_SECRET, default_stop_signals, running_receiver
 
 EVENT = {"accountId": "demo", "event": "reservationCreated", "resource": {"externalId": "B1"}}
 HEADERS = {"X-Receiver-Secret": RECEIVER_SECRET}
@@ -261,11 +261,6 @@ def test_a_receiver_secret_read_with_a_line_ending_is_stripped(tmp_path: Path) -
     assert "0123456789" not in str(refused.value)
 
 
-def _default_stop_signals() -> None:
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, signal.SIG_DFL)
-
-
 @pytest.mark.slow
 def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
     store = tmp_path / "events.duckdb"
@@ -283,7 +278,7 @@ def test_the_command_receives_until_it_is_terminated(tmp_path: Path) -> None:
         env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": RECEIVER_SECRET},
         # As a service manager starts it: an ignored SIGTERM would be inherited through exec,
         # and uvicorn, after its graceful stop, re-raises the signal under that disposition.
-        preexec_fn=_default_stop_signals,
+        preexec_fn=default_stop_signals,
     )
     inherited = signal.getsignal(signal.SIGTERM)
     try:

@@ -429,3 +429,22 @@ def test_limiter_accounts_links_events_and_fingerprints(
     assert found["fresh"] == [True, False, True]
     assert found["last_seq"] == [2, 2]
     assert found["kept"] == 1
+
+
+def test_event_write_cursors_move_forward_per_connection_and_destination(
+    on_both: Callable[[Scenario], dict[str, Any]],
+) -> None:
+    def scenario(store: SnapshotStore) -> dict[str, Any]:
+        store.advance_event_write_cursors("hotel", {"table": 5, "file": 2}, AT)
+        # A writer that started earlier and finishes later never moves a cursor back.
+        store.advance_event_write_cursors("hotel", {"table": 3, "file": 4}, AT)
+        store.advance_event_write_cursors("apartments", {"table": 1}, AT)
+        store.advance_event_write_cursors("hotel", {}, AT)
+        return {
+            "hotel": store.event_write_cursors("hotel"),
+            "apartments": store.event_write_cursors("apartments"),
+            "none": store.event_write_cursors("nobody"),
+        }
+
+    found = on_both(scenario)
+    assert found == {"hotel": {"table": 5, "file": 4}, "apartments": {"table": 1}, "none": {}}
