@@ -214,10 +214,11 @@ def default_stop_signals() -> None:
 
 
 @contextlib.contextmanager
-def receive_command(store: Path, secret: str = RECEIVER_SECRET) -> Iterator[str]:
-    """``pms-sync receive`` in a process of its own, on a free port: its base URL."""
+def receive_command(store: Path, *options: str, secret: str = RECEIVER_SECRET) -> Iterator[str]:
+    """``pms-sync receive`` (with ``options``) in a process of its own, on a free port: its
+    base URL."""
     process = subprocess.Popen(
-        [PMS_SYNC, "receive", "--port", "0", "--events", str(store)],
+        [PMS_SYNC, "receive", "--port", "0", "--events", str(store), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PMS_SYNC_RECEIVER_SECRET": secret},
