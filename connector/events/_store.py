@@ -37,7 +37,7 @@ class NewEvents:
     connection: str
     after_seq: int
     upto_seq: int
-    events: pd.DataFrame  # columns RECEIVED_EVENT_COLUMNS, in order of arrival
+    events: pd.DataFrame  # columns RECEIVED_EVENT_COLUMNS, by their last delivery
 
     @property
     def counts(self) -> dict[str, int]:

@@ -1,5 +1,5 @@
 """Events received from the service (migration 10): each stored once, whatever the number of
-deliveries, in the order of arrival; and how far each write-back destination has them
+deliveries, in the order of their last delivery; and how far each write-back destination has them
 (migration 13).
 
 A mixin of both backends. The receiver (``pms-sync receive``) writes them to a store of
@@ -46,27 +46,34 @@ class EventTables(StorePrimitives):
     """Reads and writes of ``received_events``, on either backend."""
 
     def record_events(self, deliveries: Sequence[IncomingEvent]) -> list[bool]:
-        """Store each event once: a new key gets the next ``seq``, a known key (a redelivery)
-        only counts one more delivery. One transaction; per delivery, whether it was new."""
+        """Store each event once: a new key gets the next ``seq``; a known key (a redelivery)
+        counts one more delivery and takes the next ``seq`` too, so the writers' cursors see
+        the row changed and carry its count to the destinations. One transaction; per
+        delivery, whether it was new."""
         if not deliveries:
             return []
         fresh: list[bool] = []
         with self._transaction() as session:
-            self._lock_events(session)  # ``seq`` is the order of arrival
+            self._lock_events(session)  # ``seq`` is the order of the last delivery
             [(last,)] = self._fetch(session, "SELECT coalesce(max(seq), 0) FROM received_events")
             seq = int(last)
             for item in deliveries:
+                seq += 1
                 known = self._fetch(
                     session,
-                    "UPDATE received_events SET deliveries = deliveries + 1, "
+                    "UPDATE received_events SET deliveries = deliveries + 1, seq = :seq, "
                     "last_received_at = greatest(last_received_at, :at) "
                     "WHERE connection = :connection AND event_key = :key RETURNING seq",
-                    {"at": item.received_at, "connection": item.connection, "key": item.event_key},
+                    {
+                        "at": item.received_at,
+                        "seq": seq,
+                        "connection": item.connection,
+                        "key": item.event_key,
+                    },
                 )
                 if known:
                     fresh.append(False)
                     continue
-                seq += 1
                 self._execute(
                     session,
                     "INSERT INTO received_events VALUES (:connection, :key, :seq, :account, "
@@ -88,7 +95,7 @@ class EventTables(StorePrimitives):
         self, connection: str | None = None, *, after_seq: int = 0, upto_seq: int | None = None
     ) -> pd.DataFrame:
         """Events of ``connection`` (None: every connection) with ``after_seq < seq <=
-        upto_seq``, in the order they arrived. Columns: ``RECEIVED_EVENT_COLUMNS``."""
+        upto_seq``, in the order of their last delivery. Columns: ``RECEIVED_EVENT_COLUMNS``."""
         return self._query(
             f"""
             SELECT {", ".join(RECEIVED_EVENT_COLUMNS)} FROM received_events

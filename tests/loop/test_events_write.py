@@ -99,7 +99,8 @@ def test_writing_twice_writes_each_event_once_and_a_later_event_next_time(
     assert first[1]["by_event"] == {"guestLinkOpenedCheckIn": 2}
     assert (again[0], again[1]["received"], again[1]["written"]) == (0, 0, 0)
     assert (later[0], later[1]["received"], later[1]["written"]) == (0, 1, 1)
-    assert (later[1]["after_seq"], later[1]["upto_seq"]) == (2, 3)
+    # seq is the order of the last delivery: each event's redelivery took the next one.
+    assert (later[1]["after_seq"], later[1]["upto_seq"]) == (4, 6)
     references = sorted(row["resource"] for row in rows)
     assert references == [f'{{"externalId":"B{n}"}}' for n in (1, 2, 3)]
     assert [row["deliveries"] for row in sorted(rows, key=lambda r: r["seq"])] == [2, 2, 2]
@@ -146,18 +147,18 @@ def test_a_destination_that_fails_keeps_its_events_for_the_next_run(tmp_path: Pa
     code, document, stderr = failed
     assert (code, document["status"], document["exit_code"]) == (3, "incomplete", 3)
     to_file, to_table = document["write_back"]
-    assert (to_file["rows"], to_file["upto_seq"], to_file["error"]) == (2, 2, None)
+    assert (to_file["rows"], to_file["upto_seq"], to_file["error"]) == (2, 4, None)
     assert (to_table["rows"], to_table["upto_seq"]) == (0, 0)
     assert "unable to open database file" in to_table["error"]
     assert "write-back failed:" in stderr
     # The file had its events: only the table gets them, all of them, once.
     assert fixed[0] == 0, fixed[2]
     assert [(w["after_seq"], w["upto_seq"], w["rows"]) for w in fixed[1]["write_back"]] == [
-        (2, 2, 0),
-        (0, 2, 2),
+        (4, 4, 0),
+        (0, 4, 2),
     ]
     rows = table_rows(f"sqlite:///{tmp_path / 'hotel' / 'db' / 'pms.sqlite'}", "pms_events")
-    assert sorted(row["seq"] for row in rows) == [1, 2]
+    assert sorted(row["seq"] for row in rows) == [2, 4]
     assert (quiet[0], quiet[1]["written"]) == (0, 0)
 
 
@@ -176,7 +177,7 @@ def test_a_crash_before_the_cursor_is_saved_writes_the_events_again_harmlessly(
 
     rows = table_rows(f"sqlite:///{tmp_path / 'hotel' / 'pms.sqlite'}", "pms_events")
     assert (code, document["written"]) == (0, 2)
-    assert sorted(row["seq"] for row in rows) == [1, 2]
+    assert sorted(row["seq"] for row in rows) == [2, 4]
 
 
 def test_a_refused_password_is_never_shown(tmp_path: Path) -> None:

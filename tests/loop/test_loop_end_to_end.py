@@ -153,11 +153,17 @@ def test_events_of_a_sync_reach_the_pms_table_once_through_the_commands(
             log = events_sandbox.wait_for_deliveries()
         first = run_command(*write_events)
         again = run_command(*write_events)
+        # A redelivery after the write: the PMS table's row gets its count.
+        opened = next(d["id"] for d in log if d["event"] == "guestLinkOpenedCheckIn")
+        events_sandbox.redeliver([opened])
+        events_sandbox.wait_for_deliveries()
+        counted = run_command(*write_events)
 
     assert len(log) == 3 + 3 + 2 and {d["status"] for d in log} == {"delivered"}
     assert first[0] == 0, first[2]
     assert (first[1]["received"], first[1]["written"], first[1]["redeliveries"]) == (5, 5, 3)
     assert (again[0], again[1]["received"], again[1]["written"]) == (0, 0, 0)
+    assert (counted[0], counted[1]["written"], counted[1]["redeliveries"]) == (0, 1, 1)
     rows = table_rows(f"sqlite:///{tmp_path / 'hotel' / 'pms.sqlite'}", "pms_events")
     in_table = sorted(
         (row["event"], json.loads(row["resource"])["externalId"], row["deliveries"]) for row in rows
@@ -166,7 +172,7 @@ def test_events_of_a_sync_reach_the_pms_table_once_through_the_commands(
     # (the same body, another emission) is an event of its own.
     assert in_table == [
         ("guestLinkOpenedCheckIn", "B0", 1),
-        ("guestLinkOpenedCheckIn", "B0", 1),
+        ("guestLinkOpenedCheckIn", "B0", 2),
         ("reservationCreated", "B0", 2),
         ("reservationCreated", "B1", 2),
         ("reservationCreated", "B2", 2),
