@@ -198,8 +198,10 @@ def _relative(path: Path, folder: Path) -> str:
 
 
 def read_exports(exports: list[str], folder: Path) -> list[ExportTable]:
-    """Every export as inputs of a mapping written in ``folder``."""
+    """Every export as inputs of a mapping written in ``folder``; files of one shape in one
+    folder (yearly or monthly exports) as one input whose path is a glob."""
     tables: list[ExportTable] = []
+    files: list[tuple[Path, ExportTable]] = []
     for export in exports:
         taken = [table.name for table in tables]
         if "://" in export:
@@ -209,10 +211,84 @@ def read_exports(exports: list[str], folder: Path) -> list[ExportTable]:
         if not path.is_file():
             raise SourceError(f"no such export file: {export}")
         if path.suffix.lower() in (".xlsx", ".xlsm"):
-            tables.append(_xlsx_table(path, folder, _input_name(path.stem, taken)))
+            table = _xlsx_table(path, folder, _input_name(path.stem, taken))
         else:
-            tables.append(_csv_table(path, folder, _input_name(path.stem, taken)))
+            table = _csv_table(path, folder, _input_name(path.stem, taken))
+        tables.append(table)
+        files.append((path, table))
+    for group in _same_shaped(files):
+        members = {id(table) for _, table in group}
+        others = [table for table in tables if id(table) not in members]
+        merged = _glob_table(group, folder, [table.name for table in others])
+        if merged is not None:
+            first = next(i for i, table in enumerate(tables) if id(table) in members)
+            tables = [*others[:first], merged, *others[first:]]
     return tables
+
+
+def _shape(path: Path, table: ExportTable) -> tuple[Any, ...]:
+    """What files read as one input share: folder, reader settings but the path and the null
+    texts (a sample may lack one), and columns."""
+    settings = {k: v for k, v in table.spec.items() if k not in ("path", "null_values")}
+    return path.resolve().parent, path.suffix.lower(), sorted(settings.items()), table.columns
+
+
+def _same_shaped(files: list[tuple[Path, ExportTable]]) -> list[list[tuple[Path, ExportTable]]]:
+    groups: dict[str, list[tuple[Path, ExportTable]]] = {}
+    for path, table in files:
+        groups.setdefault(repr(_shape(path, table)), []).append((path, table))
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _common_start(texts: list[str]) -> str:
+    """The characters every text starts with (of names, not of path components)."""
+    start = ""
+    for chars in zip(*texts, strict=False):
+        if len(set(chars)) > 1:
+            break
+        start += chars[0]
+    return start
+
+
+def _glob_table(
+    group: list[tuple[Path, ExportTable]], folder: Path, taken: list[str]
+) -> ExportTable | None:
+    """The files of ``group`` as one input: the glob of their common prefix and suffix, when
+    it reads exactly them (another file it would match keeps them apart)."""
+    names = sorted(path.name for path, _ in group)
+    prefix = _common_start(names)
+    suffix = _common_start([name[len(prefix) :][::-1] for name in names])[::-1]
+    parent = group[0][0].resolve().parent
+    # A year or a month differs in its last digits: all_2022, all_2023 read as all_*.
+    patterns = [f"{prefix.rstrip('0123456789')}*{suffix.lstrip('0123456789')}"]
+    patterns.append(f"{prefix}*{suffix}")
+    pattern = next(
+        (p for p in patterns if sorted(path.name for path in parent.glob(p)) == names), None
+    )
+    if pattern is None:
+        return None
+    prefix = pattern.split("*", 1)[0]
+    first = group[0][1]
+    spec = {**first.spec, "path": _relative(parent, folder) + "/" + pattern}
+    if spec["path"].startswith("./"):
+        spec["path"] = spec["path"][2:]
+    nulls = sorted({token for _, table in group for token in table.spec.get("null_values", [])})
+    spec.pop("null_values", None)
+    if nulls:
+        spec["null_values"] = nulls
+    stem = re.sub(r"[^0-9A-Za-z]+$", "", prefix) or Path(names[0]).stem
+    described = (
+        f"{pattern}: {len(names)} files of the same columns ({', '.join(names)}), read as one "
+        f"input in name order; {first.described.split(': ', 1)[1]}"
+    )
+    return ExportTable(
+        _input_name(stem, taken),
+        spec,
+        first.columns,
+        [row for _, table in group for row in table.rows],
+        described,
+        _file_values(first.name, spec, parent / pattern),
+    )
 
 
 def _csv_table(path: Path, folder: Path, name: str) -> ExportTable:
@@ -336,7 +412,7 @@ def _file_values(name: str, spec: dict[str, Any], path: Path) -> Callable[[str],
         from connector.mapping.model import InputSpec
         from connector.sources import open_source
 
-        found = path.resolve()
+        found = path.parent.resolve() / path.name  # a file, or a glob of files
         model = TypeAdapter(InputSpec).validate_python({**spec, "path": found.name})
         source = open_source(name, model, found.parent)
         with duckdb.connect(":memory:") as connection:
