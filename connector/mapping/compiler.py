@@ -159,18 +159,16 @@ class Compiler:
             join_member = (*member, "joins", index)
             columns = self.columns_of(join.input, (*join_member, "input"))
             sql_alias = f"j{self.next_index()}"
-            scope.joins[join.alias] = (sql_alias, columns)
+            matched: list[str] = []
             for joined_column, own_column in join.on.items():
                 if joined_column not in columns:
                     raise self.error(
                         f"unknown column {joined_column!r} in joined input {join.input!r}",
                         (*join_member, "on", joined_column),
                     )
-                if own_column not in scope.columns:
-                    raise self.error(
-                        f"unknown column {own_column!r} in input {input_name!r}",
-                        (*join_member, "on", joined_column),
-                    )
+                matched.append(
+                    self._join_key(scope, alias, own_column, (*join_member, "on", joined_column))
+                )
             # Only the first matching row (in row order) joins, so a join never multiplies rows.
             keys = ", ".join(quote_identifier(column) for column in join.on)
             inner_scope = Scope(
@@ -188,14 +186,35 @@ class Compiler:
                 f"{ROW_COLUMN}) = 1)"
             )
             on = " AND ".join(
-                f"{sql_alias}.{quote_identifier(joined)} = {alias}.{quote_identifier(own)}"
-                for joined, own in join.on.items()
+                f"{sql_alias}.{quote_identifier(joined)} = {own}"
+                for joined, own in zip(join.on, matched, strict=True)
             )
+            # Registered after its own keys: a join matches on the input's columns or on
+            # those of a join before it (room -> room type -> property), never its own.
+            scope.joins[join.alias] = (sql_alias, columns)
             clauses.append(f"LEFT JOIN {deduplicated} AS {sql_alias} ON {on}")
         scope.from_sql = (
             f"{quote_identifier(table_name(input_name))} AS {alias} {' '.join(clauses)}".strip()
         )
         return scope, clauses
+
+    def _join_key(self, scope: Scope, alias: str, own: str, member: MemberPath) -> str:
+        """The SQL of a join's key on this side: a column of the input, else ``alias.column``
+        of an earlier join."""
+        if own in scope.columns:
+            return f"{alias}.{quote_identifier(own)}"
+        prefix, dot, column = own.partition(".")
+        if dot and prefix in scope.joins:
+            sql_alias, columns = scope.joins[prefix]
+            if column not in columns:
+                raise self.error(f"unknown column {column!r} in the join {prefix!r}", member)
+            return f"{sql_alias}.{quote_identifier(column)}"
+        earlier = ", ".join(f"{name}.<column>" for name in scope.joins) or "none before this one"
+        raise self.error(
+            f"unknown column {own!r} in input {scope.input_name!r} (columns of earlier joins: "
+            f"{earlier})",
+            member,
+        )
 
     def child_rows(
         self,

@@ -188,7 +188,10 @@ class Join(StrictModel):
         default=None, alias="as", description="Prefix of its columns: alias.column."
     )
     on: dict[str, str] = Field(
-        description="Joined input's column → this input's column, all of which must match.",
+        description=(
+            "Joined input's column → this input's column (or alias.column of a join before "
+            "this one), all of which must match."
+        ),
         min_length=1,
     )
     filter: list[Condition] = Field(
