@@ -23,6 +23,9 @@ RECEIVER_SECRET = "receiver-secret-for-tests-0123"
 POSTGRES_URL = os.environ.get(
     "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+MARIADB_URL = os.environ.get(
+    "PMS_SYNC_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
 
 
 def fast_delivery_config() -> SandboxConfig:
@@ -149,6 +152,29 @@ def postgres_schema() -> Iterator[tuple[str, str]]:
     finally:
         with admin.begin() as connection:
             connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def mariadb_database() -> Iterator[str]:
+    """A MariaDB database of its own for one test, dropped after: its URL."""
+    database = f"pms_sync_links_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
+    try:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
+    except sa.exc.OperationalError as error:
+        admin.dispose()
+        unavailable("MariaDB", error)
+    try:
+        yield (
+            sa.engine.make_url(MARIADB_URL)
+            .set(database=database)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
         admin.dispose()
 
 
