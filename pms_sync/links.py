@@ -113,6 +113,7 @@ def links_metadata(report: LinksReport) -> dict[str, Any]:
             "pending_future": dg.MetadataValue.int(pending.get("future", 0)),
             "candidates": dg.MetadataValue.int(report.candidates),
             "open_api_requests": dg.MetadataValue.int(report.requests),
+            "token_renewals": dg.MetadataValue.int(report.token_renewals),
             "throttled": dg.MetadataValue.int(report.throttled),
             "checkin_window": dg.MetadataValue.text(
                 f"{report.first_checkin.isoformat()} to {report.last_checkin.isoformat()}"

@@ -122,8 +122,9 @@ def _print(report: LinksReport, document: dict[str, object]) -> None:
         f"fetched {len(report.fetched)}  reused {report.reused}  failed {len(report.failed)}  "
         f"pending {len(report.pending)}  written {report.written}"
     )
+    renewed = f", account tokens renewed {report.token_renewals}" if report.token_renewals else ""
     click.echo(
-        f"Open API requests {report.requests} (tokens {report.token_requests}, "
+        f"Open API requests {report.requests} (tokens {report.token_requests}{renewed}, "
         f"429 {report.throttled})  duration {report.duration_s:.1f} s"
     )
     for write in report.writes:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, RootModel, ValidationError
 from connector.client._client import _TRANSIENT_ERRORS, REQUEST_ID_HEADER, open_http
 from connector.client._config import ClientConfig, effective_windows, parse_retry_after
 from connector.client._limiter import RateLimiter, limiter_for
+from connector.client._tokens import TokenSource
 from connector.config import OpenApiSection
 from connector.contract import (
     AccommodationStatus,
@@ -293,23 +294,42 @@ class OpenApiClient:
         return links
 
     async def fetch_guest_links(
-        self, reservation_id: str, *, last_message: bool = False, account_token: str | None = None
+        self,
+        reservation_id: str,
+        *,
+        last_message: bool = False,
+        account_id: str | None = None,
+        tokens: TokenSource | None = None,
     ) -> tuple[GuestLinks, str | None]:
-        """A reservation's links and the answer's x-request-id. ``account_token``: an
-        account-level token (from the accounts lookup) scoping the request to its account,
-        so a reservation id that several accounts of the client share is not ambiguous; if
-        it is refused, the client's own token is used."""
+        """A reservation's links and the answer's x-request-id. ``tokens``: the account-level
+        tokens (``connector.accounts.DiscoveredTokens``) that scope the request to
+        ``account_id``'s account, so a reservation id that several accounts of the client
+        share is not ambiguous (the client's own token meets a 409 there). A token due is
+        renewed before the request, a refused one once after it; an account without one, or
+        whose renewed token is refused too, is asked with the client's own token."""
         params = {"externalId": reservation_id, "includeLastMessage": int(last_message)}
         response: httpx.Response | None = None
-        if account_token:
-            try:
-                response = await self._send("GET", LINKS_PATH, token=account_token, params=params)
-            except AuthenticationError:
-                response = None  # expired or revoked: the client's token below
+        token = await tokens.token_for(account_id) if tokens and account_id else None
+        if token and tokens and account_id:
+            response = await self._links_answer(params, token)
+            if response is None:
+                # Expired or revoked early: one renewal, one more try.
+                renewed = await tokens.renew(account_id, token)
+                if renewed and renewed != token:
+                    response = await self._links_answer(params, renewed)
         if response is None:
             response = await self._authorised("GET", LINKS_PATH, params=params)
         links = _answer_of(GuestLinks, response)
         return links, response.headers.get(REQUEST_ID_HEADER)
+
+    async def _links_answer(
+        self, params: dict[str, Any], account_token: str
+    ) -> httpx.Response | None:
+        """The links asked with an account's token; None when the token is refused."""
+        try:
+            return await self._send("GET", LINKS_PATH, token=account_token, params=params)
+        except AuthenticationError:
+            return None
 
     async def set_property_status(
         self, property_id: str, status: AccommodationStatus, *, update_sub_units: bool = False

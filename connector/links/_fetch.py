@@ -1,22 +1,24 @@
 """Fetching guest links for a list of reservations, soonest arrival first, within a budget.
 
 Requests start in the order given (the caller sorts by check-in) and go through the Open API
-client, whose limiter keeps them under the client's rate limits. The budget is asked before
-each request; what it refuses stays pending for the next run. A 401 with the client's own
-token stops the fetch (every other request would be refused too).
+client, whose limiter keeps them under the client's rate limits. Each carries its account's
+own token where the client discovered one (renewed when due): reservation ids are unique per
+account only. The budget is asked before each request; what it refuses stays pending for the
+next run. A 401 with the client's own token stops the fetch (every other request would be
+refused too).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from pydantic import ValidationError
 
-from connector.client import OpenApiClient
+from connector.client import OpenApiClient, TokenSource
 from connector.contract import GuestLinks
 from connector.errors import AuthenticationError, ServiceError
 from connector.links._policy import LinksPolicy
@@ -60,14 +62,13 @@ async def fetch_links(
     connection: str | None,
     gate: BudgetGate,
     concurrency: int = 4,
-    account_tokens: Mapping[str, str] | None = None,
+    tokens: TokenSource | None = None,
 ) -> FetchResult:
-    """Fetch the links of ``wanted`` in order while ``gate`` allows; ``account_tokens``:
-    account id → account-level token, used for that account's reservations."""
+    """Fetch the links of ``wanted`` in order while ``gate`` allows; ``tokens``: the
+    account-level tokens used for each account's reservations."""
     queue = deque(enumerate(wanted))
     done: dict[int, GuestLinkRecord] = {}
     result = FetchResult()
-    tokens = account_tokens or {}
     # The first request goes alone: its answer announces the limits (X-RateLimit-*) and what
     # earlier runs used of them, before requests run in parallel.
     first_answer = asyncio.Event()
@@ -89,7 +90,8 @@ async def fetch_links(
                 links, request_id = await api.fetch_guest_links(
                     item.reservation_id,
                     last_message=policy.last_message,
-                    account_token=tokens.get(item.account_id),
+                    account_id=item.account_id,
+                    tokens=tokens,
                 )
             except AuthenticationError as error:
                 if result.stopped is None:

@@ -31,6 +31,7 @@ class LinksReport:
     write_errors: list[str] = field(default_factory=list)
     requests: int = 0  # Open API requests, token requests and retries included
     token_requests: int = 0
+    token_renewals: int = 0  # account tokens renewed (due, or refused) for links requests
     throttled: int = 0  # 429 answers
     backlog: list[BacklogRow] = field(default_factory=list)
     duration_s: float = 0.0
@@ -89,6 +90,7 @@ class LinksReport:
             "write_errors": self.write_errors,
             "requests": self.requests,
             "token_requests": self.token_requests,
+            "token_renewals": self.token_renewals,
             "throttled": self.throttled,
             "duration_s": round(self.duration_s, 3),
         }

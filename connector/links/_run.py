@@ -16,22 +16,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from connector.accounts import OpenApiSettings
-from connector.client import (
-    ClientConfig,
-    OpenApiClient,
-    RateLimiter,
-    WindowLimiter,
-    effective_windows,
-    limiter_for,
-    limiter_key,
-)
-from connector.errors import ConfigError
+from connector.accounts import AccountDirectory, AccountDiscovery, DiscoveredTokens
+from connector.client import AccountTokens, WindowLimiter, effective_windows
+from connector.errors import AuthenticationError, ConfigError
 from connector.links._fetch import FetchResult, LinkRequest, fetch_links
 from connector.links._policy import LinksPolicy
 from connector.links._report import LinksReport
 from connector.mapping.model import Mapping
 from connector.plan import Budget, BudgetGate, backlog, missing_reservation
+from connector.secrets import mask_text
 from connector.settings import SyncSettings
 from connector.snapshot import GUEST_LINK_COLUMNS, Snapshot
 from connector.writeback import WriteBackError, write_back
@@ -43,8 +36,9 @@ NO_OPEN_API_CLIENT = (
 DEFAULT_CONCURRENCY = 4
 """Link requests in flight at once; the client's limiter paces them."""
 
-LINK_KEY = ("reservation_id",)
-"""What a links table is upserted by unless the mapping names its own key."""
+LINK_KEY = ("account_id", "reservation_id")
+"""What a links table is upserted by unless the mapping names its own key: reservation ids
+are unique per account only, and one connection may hold several accounts."""
 
 LINK_COLUMN_TYPES = {
     "checkin": "date",
@@ -97,40 +91,25 @@ def links_for_mapping(
     connection = mapping.name
     report = LinksReport(connection=connection, first_checkin=first, last_checkin=last)
     client = replace(settings.client, base_url=open_api.base_url)
-    limiter = limiter_for(client.rate_limit, effective_windows(client))
-    history_key = limiter_key(open_api.base_url, f"open-api-client:{open_api.client_id}")
 
     with Snapshot.open(
         settings.snapshot_path, lock_timeout=settings.lock_timeout, read_only=True
     ) as snapshot:
         candidates = snapshot.link_candidates(connection, first, last)
-        known_accounts = snapshot.discovered_accounts(open_api.client_key)
-        if isinstance(limiter, WindowLimiter):
-            limiter.preload(snapshot.limiter_history(history_key))
+        # The accounts the sync discovered, with their tokens, and the client's limiter
+        # started from the requests earlier runs made: what the sync's discovery uses.
+        discovery = AccountDiscovery(open_api, settings.client, snapshot)
+    directory = discovery.directory
+    assert directory is not None  # an Open API client is configured
+    limiter = directory.limiter
     wanted = _wanted(candidates, policy, today, settings.urgency.horizon_days)
     report.candidates = len(candidates)
     report.reused = len(candidates) - len(wanted)
-    account_tokens = {
-        account.account_id: account.token
-        for account in known_accounts
-        if not account.due(margin_s=open_api.renew_margin_s)
-    }
 
     result = FetchResult()
     if wanted:
         result = asyncio.run(
-            _fetch(
-                open_api,
-                client,
-                limiter,
-                wanted,
-                policy,
-                connection,
-                budget,
-                concurrency,
-                account_tokens,
-                report,
-            )
+            _fetch(directory, wanted, policy, connection, budget, concurrency, report)
         )
     report.fetched = [link.reservation_id for link in result.fetched]
     report.failed, report.pending, report.stopped = result.failed, result.pending, result.stopped
@@ -151,8 +130,7 @@ def links_for_mapping(
         with Snapshot.open(settings.snapshot_path, lock_timeout=settings.lock_timeout) as store:
             store.save_guest_links(result.fetched)
             store.record_drift(drift)
-            if isinstance(limiter, WindowLimiter) and (limiter.sent or limiter.foreign):
-                store.save_limiter_history(history_key, limiter.history())
+            discovery.save(store)  # renewed account tokens, the client's request history
             if destinations:
                 rows = _export(store.guest_links(connection, first, last), policy)
     for destination in destinations if rows is not None else []:
@@ -180,39 +158,40 @@ def links_for_mapping(
 
 
 async def _fetch(
-    open_api: OpenApiSettings,
-    client: ClientConfig,
-    limiter: RateLimiter,
+    directory: AccountDirectory,
     wanted: list[LinkRequest],
     policy: LinksPolicy,
     connection: str | None,
     budget: Budget | None,
     concurrency: int,
-    account_tokens: dict[str, str],
     report: LinksReport,
 ) -> FetchResult:
-    api = OpenApiClient(
-        client,
-        open_api.credentials,
-        cache_path=open_api.token_cache,
-        renew_margin=open_api.renew_margin_s,
-        limiter=limiter,
-    )
-    async with api:
-        try:
-            return await fetch_links(
-                api,
-                wanted,
-                policy=policy,
-                connection=connection,
-                gate=BudgetGate(budget or Budget()),
-                concurrency=concurrency,
-                account_tokens=account_tokens,
-            )
-        finally:
-            report.requests = api.requests
-            report.token_requests = api.token_requests
-            report.throttled = api.throttled
+    # Only the tokens the client discovered: tokens given for the sync webhooks are not the
+    # Open API's.
+    tokens = DiscoveredTokens(AccountTokens(), directory.by_account_id(), directory)
+    try:
+        async with directory.session():
+            api = directory.api
+            try:
+                return await fetch_links(
+                    api,
+                    wanted,
+                    policy=policy,
+                    connection=connection,
+                    gate=BudgetGate(budget or Budget()),
+                    concurrency=concurrency,
+                    tokens=tokens,
+                )
+            finally:
+                report.token_renewals = tokens.renewals
+    except AuthenticationError as error:
+        # The client's secret refused before its remembered account tokens are used.
+        return FetchResult(pending=list(wanted), stopped=mask_text(str(error)))
+    finally:
+        stats = directory.stats  # this run's: the directory is the run's own
+        report.requests = stats.requests
+        report.token_requests = stats.token_requests
+        report.throttled = stats.throttled
 
 
 def _wanted(

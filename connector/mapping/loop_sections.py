@@ -32,9 +32,9 @@ class SqlDestination(StrictModel):
     key: list[str] | None = Field(
         default=None,
         min_length=1,
-        description="Columns rows are upserted by. Default: reservation_id for links "
-        "(account_id too when reservation ids repeat across accounts), connection and "
-        "event_key for events.",
+        description="Columns rows are upserted by; an existing table must have them as its "
+        "primary key or a unique key. Default: account_id and reservation_id for links "
+        "(reservation ids are unique per account only), connection and event_key for events.",
     )
 
 

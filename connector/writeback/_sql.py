@@ -1,10 +1,11 @@
 """Rows upserted into a table of the PMS's own database through SQLAlchemy.
 
 The table is created when missing (the key as its primary key); an existing table must have
-every column written (other columns are left alone). Rows whose key exists are updated, the
-others inserted: ``INSERT … ON CONFLICT DO UPDATE`` on PostgreSQL and SQLite, ``ON DUPLICATE
-KEY UPDATE`` on MySQL/MariaDB, a delete and insert of the same keys in one transaction
-elsewhere. The URL's password is registered as a secret and never shown.
+every column written (other columns are left alone) and the key as its primary key or a unique
+key: a table keyed otherwise is refused with the statement that re-keys it, never altered here
+(docs/decisions.md). Rows whose key exists are updated, the others inserted: ``INSERT … ON
+CONFLICT DO UPDATE`` on PostgreSQL and SQLite, ``ON DUPLICATE KEY UPDATE`` on MySQL/MariaDB, a
+delete and insert of the same keys in one transaction elsewhere. The URL's password is registered as a secret and never shown.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine.interfaces import ReflectedPrimaryKeyConstraint
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from connector.secrets import mask_text
@@ -60,6 +62,7 @@ def upsert_table(
             f"{shown}: key column(s) {missing_key} are not among the columns written "
             f"({', '.join(rows.columns)})"
         )
+    _refuse_repeated_keys(rows, key, shown)
     try:
         engine = sa.create_engine(_anchor_sqlite_path(url, base_dir) if base_dir else url)
     except (ArgumentError, NoSuchModuleError, ValueError) as error:
@@ -85,7 +88,8 @@ def _table(
     key: Sequence[str],
     column_types: Mapping[str, str] | None,
 ) -> tuple[sa.Table, bool]:
-    if sa.inspect(connection).has_table(name, schema=schema):
+    inspector = sa.inspect(connection)
+    if inspector.has_table(name, schema=schema):
         found = sa.Table(name, sa.MetaData(), autoload_with=connection, schema=schema)
         absent = [column for column in columns if column not in found.columns]
         if absent:
@@ -93,6 +97,17 @@ def _table(
                 f"table {name} exists without the column(s) {absent}: add them, or name a "
                 "new table (pms-sync creates a missing table with every column)"
             )
+        primary = inspector.get_pk_constraint(name, schema=schema)
+        unique = [list(primary["constrained_columns"])] + [
+            list(c["column_names"]) for c in inspector.get_unique_constraints(name, schema=schema)
+        ]
+        unique += [
+            [str(c) for c in index["column_names"]]
+            for index in inspector.get_indexes(name, schema=schema)
+            if index.get("unique")
+        ]
+        if not any(set(candidate) == set(key) for candidate in unique if candidate):
+            raise WriteBackError(_rekey_advice(connection, found, primary, key))
         return found, False
     types = column_types or {}
     created = sa.Table(
@@ -111,6 +126,61 @@ def _table(
     )
     created.create(connection)
     return created, True
+
+
+def _refuse_repeated_keys(rows: pd.DataFrame, key: Sequence[str], shown: str) -> None:
+    """Rows sharing a key would overwrite each other in the one write, and the count
+    reported would exceed the rows the table holds."""
+    repeated = rows.loc[rows.duplicated(list(key), keep=False), list(key)]
+    if len(repeated):
+        example = ", ".join(f"{c}={v!r}" for c, v in repeated.iloc[0].items())
+        raise WriteBackError(
+            f"{shown}: {len(repeated)} rows share their key ({', '.join(key)}), e.g. "
+            f"{example}: each would overwrite the other; name a key that tells them apart "
+            "(the destination's `key:`)"
+        )
+
+
+def _rekey_advice(
+    connection: sa.Connection,
+    table: sa.Table,
+    primary_key: ReflectedPrimaryKeyConstraint,
+    key: Sequence[str],
+) -> str:
+    """Why a table keyed otherwise is refused, and the statement that gives it ``key``."""
+    primary = primary_key["constrained_columns"]
+    wanted = ", ".join(key)
+    extra = [column for column in key if column not in primary]
+    if primary and extra:
+        why = (
+            f"is keyed by ({', '.join(primary)}), but rows are written by ({wanted}): rows "
+            f"differing in {', '.join(extra)} alone would overwrite each other"
+        )
+    else:
+        why = f"has no primary or unique key on ({wanted}), the key rows are written by"
+    quote = connection.dialect.identifier_preparer.quote
+    name = ".".join(quote(part) for part in (table.schema, table.name) if part)
+    columns = ", ".join(quote(c) for c in key)
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        constraint = primary_key.get("name")
+        drop = f"DROP CONSTRAINT {quote(constraint)}, " if primary and constraint else ""
+        statement = f"ALTER TABLE {name} {drop}ADD PRIMARY KEY ({columns})"
+    elif dialect in ("mysql", "mariadb"):
+        # Key columns must be VARCHAR: a TEXT column cannot be indexed without a length.
+        modify = "".join(f"MODIFY {quote(c)} VARCHAR({KEY_LENGTH}) NOT NULL, " for c in key)
+        drop = "DROP PRIMARY KEY, " if primary else ""
+        statement = f"ALTER TABLE {name} {modify}{drop}ADD PRIMARY KEY ({columns})"
+    else:
+        statement = (
+            f"{dialect} cannot change a primary key in place: rename the table, let the next "
+            f"run create it with PRIMARY KEY ({columns}), and copy the rows back"
+        )
+    return (
+        f"table {table.name} {why}. Give it that primary key ({statement}), write to a new "
+        "table, or name the table's own key in the destination (`key:`) if it tells the rows "
+        "apart"
+    )
 
 
 def _upsert(

@@ -161,16 +161,6 @@ def postgres_schema() -> Iterator[tuple[str, str]]:
         admin.dispose()
 
 
-def table_rows(url: str, table: str, schema: str | None = None) -> list[dict]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            found = sa.Table(table, sa.MetaData(), autoload_with=connection, schema=schema)
-            return [dict(row._mapping) for row in connection.execute(sa.select(found))]
-    finally:
-        engine.dispose()
-
-
 @contextlib.contextmanager
 def mariadb_database() -> Iterator[str]:
     """A MariaDB database of its own for one test, dropped after: its URL."""
@@ -192,6 +182,16 @@ def mariadb_database() -> Iterator[str]:
         with admin.begin() as connection:
             connection.execute(sa.text(f"DROP DATABASE `{database}`"))
         admin.dispose()
+
+
+def table_rows(url: str, table: str, schema: str | None = None) -> list[dict]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            found = sa.Table(table, sa.MetaData(), autoload_with=connection, schema=schema)
+            return [dict(row._mapping) for row in connection.execute(sa.select(found))]
+    finally:
+        engine.dispose()
 
 
 def run_plain(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
