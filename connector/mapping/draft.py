@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,16 @@ import yaml
 
 from connector.contract import Entity
 from connector.errors import MappingError, PmsSyncError, SourceError
+from connector.mapping.draft_relations import (
+    GUEST_TABLE,
+    UNIT_TABLE,
+    Reference,
+    joined_select,
+    joins_from,
+    link_table,
+    references,
+    value_counts,
+)
 from connector.mapping.model import DEFAULT_NULL_VALUES
 from connector.mapping.status_vocabulary import CANCELLATION, CANCELLED, CODE, classify
 from connector.sources.base import quote_identifier, to_text
@@ -64,7 +74,8 @@ id: bookingid bookingno bookingnr bookingnumber bookingref bookingreference book
     reservationid reservationno reservationnr reservationnumber reservation resid resno resnr
     res confirmationno confirmationnumber confirmation buchungsnummer buchungsnr buchung
     reservierungsnummer reservierung id
-status: status bookingstatus reservationstatus state
+status: status bookingstatus reservationstatus state orderstate orderstatus bookingstate
+    reservationstate currentstate
 createdAt: createdat created bookedat bookedon bookingdate bookeddate booked reservationdate
     datecreated creationdate buchungsdatum gebuchtam
 firstName: firstname first givenname forename vorname prenom nombre
@@ -153,6 +164,12 @@ class ExportTable:
     described: str
     # Every value of a column in the whole export, with its rows (None: the sample only).
     read_values: Callable[[str], dict[str, int]] | None = None
+    # A database table with the tables its foreign keys reach: the entity's joins, and the
+    # columns that refer to another table (ids of other rows, never values of a member).
+    joins: list[dict[str, Any]] = field(default_factory=list)
+    references: dict[str, str] = field(default_factory=dict)  # column → referred table
+    record_id: str | None = None  # the column naming a booking (a link table's booking key)
+    unit_reference: str | None = None  # the column naming the booked unit
 
     def value_counts(self, column: str) -> dict[str, int]:
         """The present values of ``column`` in the whole export with their rows, most frequent
@@ -384,8 +401,10 @@ def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
     tables: list[ExportTable] = []
     try:
         inspector = sa.inspect(engine)
+        names = inspector.get_table_names()
+        refs = {table: references(inspector, table) for table in names}
         with engine.connect() as connection:
-            for table in inspector.get_table_names():
+            for table in names:
                 quoted = engine.dialect.identifier_preparer.quote(table)
                 result = connection.execute(sa.text(f"SELECT * FROM {quoted} LIMIT {SAMPLE_ROWS}"))
                 columns = list(result.keys())
@@ -393,14 +412,85 @@ def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
                 name = _input_name(table, [*taken, *(t.name for t in tables)])
                 spec = {"type": "sql", "url": written, "table": table}
                 described = f"{safe_url(url)} table {table}: {len(columns)} columns"
-                tables.append(
-                    ExportTable(name, spec, columns, rows, described, _sql_values(url, table))
-                )
+                found = ExportTable(name, spec, columns, rows, described, _sql_values(url, table))
+                found.references = {ref.column: ref.referred for ref in refs[table]}
+                tables.append(found)
+            if any(refs.values()):
+                tables = _with_joins(tables, names, refs, url, connection)
     except sa.exc.SQLAlchemyError as error:
         raise SourceError(f"cannot read the tables of {safe_url(url)}: {error}") from None
     finally:
         engine.dispose()
     return tables
+
+
+def _with_joins(
+    tables: list[ExportTable],
+    names: list[str],
+    refs: dict[str, list[Reference]],
+    url: str,
+    connection: Any,
+) -> list[ExportTable]:
+    """Each table that refers to others, with the tables its foreign keys reach joined (its
+    sample and value counts read through the joins); a table that joins bookings to units
+    marked as the reservations' (its booking and unit keys)."""
+    import sqlalchemy as sa
+
+    by_table = dict(zip(names, tables, strict=True))
+    quote = connection.dialect.identifier_preparer.quote
+    link = link_table(refs, names)
+    extended: list[ExportTable] = []
+    for table, base in by_table.items():
+        joins = joins_from(table, refs)
+        if not joins:
+            extended.append(base)
+            continue
+        joined = {join.table: by_table[join.table].columns for join in joins}
+        select = joined_select(table, base.columns, joins, joined, quote)
+        result = connection.execute(sa.text(f"{select} LIMIT {SAMPLE_ROWS}"))
+        view = replace(
+            base,
+            columns=list(result.keys()),
+            rows=[[to_text(value) for value in row] for row in result],
+            read_values=_joined_values(url, select),
+            joins=[
+                {
+                    "input": by_table[join.table].name,
+                    "as": by_table[join.table].name,
+                    "on": {join.on[0]: _aliased(join.on[1], by_table)},
+                }
+                for join in joins
+            ],
+            references={
+                **base.references,
+                **{
+                    f"{by_table[join.table].name}.{ref.column}": ref.referred
+                    for join in joins
+                    for ref in refs[join.table]
+                },
+                # A joined table's key is what the join matched on, not a value.
+                **{f"{by_table[join.table].name}.{join.on[0]}": join.table for join in joins},
+            },
+        )
+        view.columns = [_aliased(column, by_table) for column in view.columns]
+        if link is not None and table == link[0]:
+            view.record_id = next(r.column for r in refs[table] if r.referred == link[1])
+            view.unit_reference = next(r.column for r in refs[table] if r.referred == link[2])
+        extended.append(view)
+    return extended
+
+
+def _joined_values(url: str, select: str) -> Callable[[str], dict[str, int]]:
+    def read(column: str) -> dict[str, int]:
+        return value_counts(url, select, column)
+
+    return read
+
+
+def _aliased(column: str, by_table: dict[str, ExportTable]) -> str:
+    """``table.column`` named by the table's input (the join's alias)."""
+    table, dot, rest = column.partition(".")
+    return f"{by_table[table].name}.{rest}" if dot and table in by_table else column
 
 
 def _file_values(name: str, spec: dict[str, Any], path: Path) -> Callable[[str], dict[str, int]]:
@@ -487,8 +577,28 @@ class _Columns:
     def __init__(self, table: ExportTable) -> None:
         self.table = table
         self.by_norm: dict[str, str] = {}
+        joined: list[tuple[str, str, str]] = []
         for column in table.columns:
-            self.by_norm.setdefault(normalise(column), column)
+            if column in table.references:
+                continue  # the id of another table's row: that table's columns hold values
+            alias, dot, name = column.partition(".")
+            if dot and table.joins and any(join["as"] == alias for join in table.joins):
+                joined.append((column, alias, name))
+            else:
+                self.by_norm.setdefault(normalise(column), column)
+        # A joined column is found by its own name when the table has none of that name, and
+        # by its table's ("countries.name" as countryname).
+        for column, _, name in joined:
+            self.by_norm.setdefault(normalise(name), column)
+        for column, alias, name in joined:
+            self.by_norm.setdefault(normalise(_singular(alias) + name), column)
+        # A table of labels (order_states) names its rows by its first name-like column: it
+        # is found by the table's name (orderstate).
+        for alias in dict.fromkeys(alias for _, alias, _ in joined):
+            names = {name: column for column, other, name in joined if other == alias}
+            label = next((names[n] for n in _LABEL_COLUMNS if n in names), None)
+            if label is not None:
+                self.by_norm.setdefault(normalise(_singular(alias)), label)
         self.used: set[str] = set()
 
     def find(
@@ -523,6 +633,16 @@ class _Columns:
             self.used.add(column)
             return column
         return None
+
+
+_LABEL_COLUMNS = ("iso_code", "name", "label", "title", "code", "description")
+
+
+def _singular(name: str) -> str:
+    """``countries`` → ``country``, ``order_states`` → ``order_state``."""
+    if name.endswith("ies"):
+        return name[:-3] + "y"
+    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
 
 
 def _date_format(values: list[str]) -> str | None:
@@ -682,8 +802,10 @@ def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
     units: dict[str, Any] = {}
     # A booking id repeats on the rows of one booking (rooms, guests): only a column merely
     # containing an id's name must hold different values to count.
-    booking = find("id", _not_a_date, loosely=_is_key)
-    room = find("unitId")
+    # A link table's rows are a booking's units: its booking key is the reservation's id,
+    # its unit key the unit's.
+    booking = table.record_id or find("id", _not_a_date, loosely=_is_key)
+    room = table.unit_reference or find("unitId")
     checkin = drafter.date("checkin")
     checkout = drafter.date("checkout")
     nights = drafter.nights() if checkout is None else None
@@ -748,7 +870,10 @@ def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
         if column is not None:
             fields[member] = note(member, drafter.text_column(column))
 
-    if booking is not None and room is not None:
+    own_id = "id" if table.record_id and "id" in table.columns else None
+    if own_id is not None:
+        units["id"] = note("unitReservations.id", drafter.text_column(own_id))
+    elif booking is not None and room is not None:
         room_text = drafter.text_column(room)
         placeholder = "{" + room + ("|number_text" if isinstance(room_text, dict) else "") + "}"
         booking_text = drafter.text_column(booking)
@@ -877,6 +1002,50 @@ def _accommodation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
     return fields, drafter
 
 
+def _used_joins(joins: list[dict[str, Any]], fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """The joins the fields read a column of, and those their keys go through."""
+    text = repr(fields)
+    needed = {
+        join["as"] for join in joins if f"'{join['as']}." in text or f"{{{join['as']}." in text
+    }
+    for join in reversed(joins):  # a join's key may name an earlier join's column
+        if join["as"] in needed:
+            own = next(iter(join["on"].values()))
+            alias, dot, _ = own.partition(".")
+            if dot:
+                needed.add(alias)
+    return [join for join in joins if join["as"] in needed]
+
+
+def _entity_tables(
+    tables: list[ExportTable],
+) -> tuple[ExportTable | None, ExportTable | None]:
+    """The reservations' table and the units': a table joining bookings to units first; the
+    units' table then the one it refers to as the unit. Else by the columns' names, a guests
+    table (customers, with an address of their own) never the units'."""
+    linked = next((table for table in tables if table.unit_reference is not None), None)
+    if linked is not None:
+        unit_input = linked.references[linked.unit_reference]  # type: ignore[index]
+        units = next((t for t in tables if t.spec.get("table") == unit_input), None)
+        return linked, units
+    by_reservation = max(tables, key=_reservation_score)
+    reservation = by_reservation if _reservation_score(by_reservation) else None
+    referred = set(reservation.references.values()) if reservation is not None else set()
+    candidates = [
+        table
+        for table in tables
+        if table is not reservation
+        and not (GUEST_TABLE.search(table.name) and not UNIT_TABLE.search(table.name))
+    ]
+    # A table the reservations refer to and named like units wins over any other.
+    named = [t for t in candidates if t.spec.get("table") in referred and UNIT_TABLE.search(t.name)]
+    by_units = max(named or candidates, key=_accommodation_score, default=None)
+    accommodation = (
+        by_units if by_units and (named or _accommodation_score(by_units) >= 3) else None
+    )
+    return reservation, accommodation
+
+
 def _reservation_score(table: ExportTable) -> int:
     columns = _Columns(table)
     found = [columns.find(member) for member in ("checkin", "checkout", "adults", "id", "unitId")]
@@ -948,11 +1117,7 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
     tables = read_exports(exports, folder)
     if not tables:
         raise SourceError("no export to draft a mapping from")
-    by_reservation = max(tables, key=_reservation_score)
-    reservation = by_reservation if _reservation_score(by_reservation) else None
-    candidates = [table for table in tables if table is not reservation]
-    by_units = max(candidates, key=_accommodation_score, default=None)
-    accommodation = by_units if by_units and _accommodation_score(by_units) >= 3 else None
+    reservation, accommodation = _entity_tables(tables)
     if reservation is None and accommodation is None:
         reservation = tables[0]
 
@@ -978,6 +1143,9 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
             continue
         fields, drafter = build(table)
         entities[entity.value] = {"input": table.name}
+        joins = _used_joins(table.joins, fields)
+        if joins:
+            entities[entity.value]["joins"] = joins
         if drafter.filters:
             entities[entity.value]["filter"] = drafter.filters
         entities[entity.value]["fields"] = fields
@@ -993,6 +1161,7 @@ def draft_mapping(exports: list[str], out: Path, *, account: str | None = None) 
     _emit(entities, 2, body)
     text = "\n".join([*lines, *body]) + "\n"
     used = {spec["input"] for spec in entities.values()}
+    used |= {join["input"] for spec in entities.values() for join in spec.get("joins", [])}
     return Draft(
         text=text,
         inputs={table.name: table.described for table in tables},

@@ -1,0 +1,146 @@
+"""A database's tables as ``pms-sync init`` drafts from them: each table with the tables its
+foreign keys reach (joins of several hops, room → room type → property → country), so that a
+member is matched to the column that holds it rather than to a reference to it.
+
+A foreign key is followed from the referencing table to the referenced one only: that join is
+many-to-one, so it never multiplies the rows of the table it starts from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from connector.mapping.model import DEFAULT_NULL_VALUES
+from connector.sources.base import to_text
+
+MAX_HOPS = 3
+"""How far a table's foreign keys are followed: a room's type, its property, the country."""
+
+UNIT_TABLE = re.compile(r"room|unit|apartment|villa|listing|flat|zimmer|cabin|suite", re.I)
+GUEST_TABLE = re.compile(r"customer|guest|client|person|contact|user|gast|kunde", re.I)
+BOOKING_TABLE = re.compile(r"book|reserv|order|stay|buchung", re.I)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A single-column foreign key: ``column`` of a table refers to ``referred.key``."""
+
+    column: str
+    referred: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Join:
+    """One table joined to a base table, reached through ``on`` (its key → the column of the
+    base, or ``alias.column`` of a join before it)."""
+
+    table: str
+    alias: str
+    on: tuple[str, str]
+
+
+def references(inspector: sa.engine.Inspector, table: str) -> list[Reference]:
+    """The table's single-column foreign keys (composite ones are left to the person)."""
+    found = []
+    for key in inspector.get_foreign_keys(table):
+        columns, referred = key.get("constrained_columns") or [], key.get("referred_columns") or []
+        if len(columns) == 1 and len(referred) == 1 and key.get("referred_table"):
+            found.append(Reference(columns[0], str(key["referred_table"]), referred[0]))
+    return found
+
+
+def joins_from(
+    base: str, refs: dict[str, list[Reference]], *, avoid: Iterable[str] = ()
+) -> list[Join]:
+    """The tables ``base``'s foreign keys reach within ``MAX_HOPS``, breadth first, each
+    once: a table reached again (a country of the guest and of the hotel) keeps its first
+    path. ``avoid``: tables not joined (nor followed)."""
+    joins: list[Join] = []
+    seen = {base, *avoid}
+    frontier: list[tuple[str, str | None]] = [(base, None)]  # (table, its alias)
+    for _ in range(MAX_HOPS):
+        following: list[tuple[str, str | None]] = []
+        for table, alias in frontier:
+            for ref in refs.get(table, []):
+                if ref.referred in seen:
+                    continue
+                seen.add(ref.referred)
+                own = ref.column if alias is None else f"{alias}.{ref.column}"
+                joins.append(Join(ref.referred, ref.referred, (ref.key, own)))
+                following.append((ref.referred, ref.referred))
+        frontier = following
+    return joins
+
+
+def referenced_by(table: str, refs: dict[str, list[Reference]]) -> list[str]:
+    """The tables with a foreign key to ``table``."""
+    return [name for name, found in refs.items() if any(r.referred == table for r in found)]
+
+
+def link_table(
+    refs: dict[str, list[Reference]], tables: Iterable[str]
+) -> tuple[str, str, str] | None:
+    """A table joining bookings to units (a booking's rooms): (link, booking table, unit
+    table), the link referring to both. Its rows are the unit reservations."""
+    for name in tables:
+        targets = {ref.referred for ref in refs.get(name, [])}
+        booking = next((t for t in sorted(targets) if BOOKING_TABLE.search(t)), None)
+        unit = next((t for t in sorted(targets) if UNIT_TABLE.search(t) and t != booking), None)
+        if booking is not None and unit is not None:
+            return name, booking, unit
+    return None
+
+
+def joined_select(
+    base: str,
+    columns: list[str],
+    joins: list[Join],
+    joined_columns: dict[str, list[str]],
+    quote: Callable[[str], str],
+) -> str:
+    """``SELECT`` of the base's columns and each join's as ``"alias.column"``."""
+    select = [f"b.{quote(column)}" for column in columns]
+    clauses = []
+    aliases: dict[str, str] = {}
+    for index, join in enumerate(joins):
+        sql_alias = f"j{index}"
+        aliases[join.alias] = sql_alias
+        key, own = join.on
+        prefix, dot, column = own.partition(".")
+        side = f"{aliases[prefix]}.{quote(column)}" if dot else f"b.{quote(own)}"
+        clauses.append(
+            f"LEFT JOIN {quote(join.table)} {sql_alias} ON {sql_alias}.{quote(key)} = {side}"
+        )
+        select += [
+            f"{sql_alias}.{quote(column)} AS {quote(join.alias + '.' + column)}"
+            for column in joined_columns[join.table]
+        ]
+    return f"SELECT {', '.join(select)} FROM {quote(base)} b {' '.join(clauses)}"
+
+
+def value_counts(url: str, select: str, column: str) -> dict[str, int]:
+    """Each value of ``column`` of the joined rows, with how many rows hold it."""
+    engine = sa.create_engine(url)
+    try:
+        quote = engine.dialect.identifier_preparer.quote
+        with engine.connect() as connection:
+            rows = connection.execute(
+                sa.text(
+                    f"SELECT v, count(*) FROM (SELECT {quote(column)} AS v FROM ({select}) q) c "
+                    "WHERE v IS NOT NULL GROUP BY v"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    found: Counter[str] = Counter()
+    for value, count in rows:
+        text = to_text(value)
+        if text is not None and text not in DEFAULT_NULL_VALUES:
+            found[text] += int(count)
+    return dict(found)
