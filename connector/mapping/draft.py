@@ -35,6 +35,7 @@ from connector.mapping.draft_relations import (
     joined_select,
     joins_from,
     link_table,
+    named_references,
     references,
     value_counts,
 )
@@ -77,7 +78,7 @@ id: bookingid bookingno bookingnr bookingnumber bookingref bookingreference book
 status: status bookingstatus reservationstatus state orderstate orderstatus bookingstate
     reservationstate currentstate
 createdAt: createdat created bookedat bookedon bookingdate bookeddate booked reservationdate
-    datecreated creationdate buchungsdatum gebuchtam
+    datecreated creationdate buchungsdatum gebuchtam dateadd dateadded
 firstName: firstname first givenname forename vorname prenom nombre
 lastName: lastname last surname familyname nachname apellido
 fullName: guest guestname name fullname gast gastname customer customername
@@ -91,7 +92,7 @@ agent: agent agency
 guestNumber: guestno guestnumber guestnr guestindex guestpos gastnr gastnummer
 unitId: room roomno roomnr roomnumber roomid unit unitid unitno apartment apartmentid zimmer
     zimmernr zimmernummer listing listingid flat
-unitName: roomname unitname apartmentname listingname zimmername
+unitName: roomname unitname apartmentname listingname zimmername roomnum
 unitRoomTypeName: roomtype reservedroomtype category kategorie zimmertyp
 adults: adults adult pax persons guests numberofguests erwachsene adultes personen pers
 children: children child kids kinder enfants
@@ -402,7 +403,9 @@ def _sql_tables(url: str, folder: Path, taken: list[str]) -> list[ExportTable]:
     try:
         inspector = sa.inspect(engine)
         names = inspector.get_table_names()
-        refs = {table: references(inspector, table) for table in names}
+        refs = named_references(
+            inspector, names, {table: references(inspector, table) for table in names}
+        )
         with engine.connect() as connection:
             for table in names:
                 quoted = engine.dialect.identifier_preparer.quote(table)
@@ -1037,8 +1040,11 @@ def _entity_tables(
         if table is not reservation
         and not (GUEST_TABLE.search(table.name) and not UNIT_TABLE.search(table.name))
     ]
-    # A table the reservations refer to and named like units wins over any other.
-    named = [t for t in candidates if t.spec.get("table") in referred and UNIT_TABLE.search(t.name)]
+    # A table the reservations refer to and named like units wins; else one named like
+    # units with a unit id (a villas table no key declares).
+    named = [
+        t for t in candidates if t.spec.get("table") in referred and UNIT_TABLE.search(t.name)
+    ] or [t for t in candidates if UNIT_TABLE.search(t.name) and _Columns(t).find("unit.id")]
     by_units = max(named or candidates, key=_accommodation_score, default=None)
     accommodation = (
         by_units if by_units and (named or _accommodation_score(by_units) >= 3) else None

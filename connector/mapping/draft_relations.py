@@ -55,6 +55,52 @@ def references(inspector: sa.engine.Inspector, table: str) -> list[Reference]:
     return found
 
 
+_REFERENCE_NAME = re.compile(
+    r"^(?:id_?(?P<after>[a-z][a-z0-9_]*)|(?P<before>[a-z][a-z0-9_]*?)_?id)$"
+)
+
+
+def named_references(
+    inspector: sa.engine.Inspector, tables: list[str], declared: dict[str, list[Reference]]
+) -> dict[str, list[Reference]]:
+    """Declared foreign keys, and references read from names where a schema declares none
+    (many PMS databases do not): ``customer_id`` or ``id_customer`` refers to the one table
+    named ``customer``/``customers`` (after any prefix such as ``qlo_``) whose primary key is
+    ``id``, ``id_customer`` or ``customer_id``."""
+    keys = {
+        table: inspector.get_pk_constraint(table).get("constrained_columns") or []
+        for table in tables
+    }
+    found: dict[str, list[Reference]] = {}
+    for table in tables:
+        refs = list(declared.get(table, []))
+        named = {ref.column for ref in refs}
+        for column in (c["name"] for c in inspector.get_columns(table)):
+            match = _REFERENCE_NAME.match(column.lower())
+            if column in named or match is None or column in keys[table]:
+                continue
+            stem = match.group("after") or match.group("before") or ""
+            keyed = [
+                other
+                for other in tables
+                if other != table
+                and len(keys[other]) == 1
+                and keys[other][0].lower() in ("id", f"id_{stem}", f"{stem}_id")
+            ]
+            # Named by the stem (qlo_orders for id_order), else holding it as a word of its
+            # name (qlo_htl_room_information for id_room); only one such table is taken.
+            word = re.escape(stem) + "(s|es)?"
+            targets: list[str] = []
+            for pattern in (rf"(^|_){word}$", rf"(^|_){word}(_|$)"):
+                targets = [other for other in keyed if re.search(pattern, other.lower())]
+                if targets:
+                    break
+            if len(targets) == 1:
+                refs.append(Reference(column, targets[0], keys[targets[0]][0]))
+        found[table] = refs
+    return found
+
+
 def joins_from(
     base: str, refs: dict[str, list[Reference]], *, avoid: Iterable[str] = ()
 ) -> list[Join]:

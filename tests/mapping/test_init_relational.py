@@ -172,3 +172,48 @@ def test_init_drafts_a_relational_schema_through_its_foreign_keys(
     assert payloads["1"]["primaryGuest"]["country"] == "AT"
     unit = json.loads(units.records.set_index("record_id").loc["3", "payload"])
     assert (unit["city"], unit["country"]) == ("Ubud", "ID")
+
+
+def test_without_declared_keys_references_are_read_from_the_column_names(
+    tmp_path: Path,
+) -> None:
+    # A shop-system schema (a table prefix, id_<table> columns) that declares no foreign key.
+    database = tmp_path / "shop.db"
+    engine = sa.create_engine(f"sqlite:///{database}")
+    with engine.begin() as connection:
+        for statement in (
+            "CREATE TABLE qlo_country (id_country INTEGER PRIMARY KEY, iso_code TEXT)",
+            "CREATE TABLE qlo_customer (id_customer INTEGER PRIMARY KEY, firstname TEXT, "
+            "lastname TEXT, id_country INTEGER)",
+            "CREATE TABLE qlo_orders (id_order INTEGER PRIMARY KEY, id_customer INTEGER, "
+            "date_add TEXT)",
+            "CREATE TABLE qlo_htl_room_information (id INTEGER PRIMARY KEY, room_num TEXT)",
+            "CREATE TABLE qlo_order_state (id_order_state INTEGER PRIMARY KEY, name TEXT)",
+            "CREATE TABLE qlo_htl_booking_detail (id INTEGER PRIMARY KEY, id_order INTEGER, "
+            "id_room INTEGER, date_from TEXT, date_to TEXT, adults INTEGER)",
+            "INSERT INTO qlo_country VALUES (1, 'ID')",
+            "INSERT INTO qlo_customer VALUES (1, 'Ann', 'Lee', 1)",
+            "INSERT INTO qlo_orders VALUES (7, 1, '2026-01-02 10:00:00')",
+            "INSERT INTO qlo_htl_room_information VALUES (3, 'G1')",
+            "INSERT INTO qlo_order_state VALUES (1, 'Payment accepted')",
+            "INSERT INTO qlo_htl_booking_detail VALUES (1, 7, 3, '2026-03-01', '2026-03-04', 2)",
+        ):
+            connection.execute(sa.text(statement))
+    engine.dispose()
+    out = tmp_path / "mapping.yaml"
+
+    result = CliRunner().invoke(
+        main, ["init", f"sqlite:///{database}", "--out", str(out), "--account", "demo", "--json"]
+    )
+
+    assert result.exit_code == 0, result.output
+    matched = json.loads(result.stdout.splitlines()[0])["matched"]["reservation"]
+    mapping = load_mapping(out)
+    assert mapping.entities[Entity.RESERVATION].input == "qlo_htl_booking_detail"
+    assert mapping.entities[Entity.ACCOMMODATION].input == "qlo_htl_room_information"
+    # id_order names qlo_orders (its stem), id_room qlo_htl_room_information (a word of it);
+    # id_order_state's table is no reference of anything here, and stays unjoined.
+    assert (matched["id"], matched["unitReservations.unitId"]) == ("id_order", "id_room")
+    assert matched["createdAt"] == "qlo_orders.date_add"
+    assert matched["primaryGuest.country"] == "qlo_country.iso_code"
+    assert matched["unitReservations.unitName"] == "qlo_htl_room_information.room_num"
