@@ -188,6 +188,13 @@ CURRENCY_SYMBOLS: dict[str, str] = {
     "ca$": "CAD",
     "nz$": "NZD",
     "ft": "HUF",
+    "rp": "IDR",
+    "rm": "MYR",
+    "฿": "THB",
+    "₫": "VND",
+    "₱": "PHP",
+    "s$": "SGD",
+    "hk$": "HKD",
 }
 """Currency symbols and everyday names; "$" is taken as US dollars, "kr" is left ambiguous."""
 
