@@ -431,7 +431,7 @@ class Compiler:
                 f"FROM key_raw {' '.join(key_value_joins)}),\nkeys AS (SELECT {SOURCE_COLUMN}, "
                 f"{ROW_COLUMN}, is_unit, {record_key} FROM key_val)\n"
                 f"SELECT account_id, record_id, min({SOURCE_COLUMN}) AS sources, "
-                f"array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers, "
+                f"{_ROW_NUMBERS} AS row_numbers, "
                 f"min({_FIRST_ROW}) AS first_row FROM keys "
                 "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
                 "GROUP BY account_id, record_id HAVING NOT bool_or(coalesce(is_unit, false)) "
@@ -593,6 +593,16 @@ _GROUP_KEY = (
 )
 
 _FIRST_ROW = f"{SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')"
+# The rows of a record, after its first file (``sources``): "12,13", and when a glob's files
+# share the record, each further file by name: "14; all_2023.csv:51" (a booking in two yearly
+# exports), so that ``sources:row_numbers`` names every row's own file.
+_ROW_NUMBERS = f"""CASE WHEN min({SOURCE_COLUMN}) = max({SOURCE_COLUMN})
+       THEN array_to_string(list_sort(list({ROW_COLUMN})), ',')
+       ELSE list_transform(
+           [list_sort(list(struct_pack(s := {SOURCE_COLUMN}, r := {ROW_COLUMN})))],
+           lambda rows: array_to_string(list_transform(rows, lambda row, i: CASE
+               WHEN i = 1 THEN '' WHEN row.s <> rows[i - 1].s THEN '; ' || row.s || ':' ELSE ','
+               END || CAST(row.r AS VARCHAR)), ''))[1] END"""
 _ERRORS = "flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errors"
 # Aggregates without ORDER BY (ordered aggregates are slow); order is restored on the lists.
 # "checked": the contract's checks compiled to SQL hold for every row of the record.
@@ -601,7 +611,7 @@ _COMMON = f"""
            AS conflicting, bool_and(coalesce(checks, false)) AS checked,
        {_ERRORS},
        min({SOURCE_COLUMN}) AS sources,
-       array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers,
+       {_ROW_NUMBERS} AS row_numbers,
        min({_FIRST_ROW}) AS first_row"""
 # The same columns for a record of one row.
 _SINGLE_COMMON = f"""
