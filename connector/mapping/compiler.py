@@ -25,7 +25,7 @@ from connector.mapping import contract_sql
 from connector.mapping.document_sql import ScopeCompiler
 from connector.mapping.expressions import Expression
 from connector.mapping.json_text import JsonList, JsonObject, VolatileInRows
-from connector.mapping.model import Join, Mapping, RowsBlock
+from connector.mapping.model import Join, JoinedRows, Mapping, OwnRows
 from connector.mapping.scope_sql import (
     INLINE_LOOKUP_LIMIT,
     MemberPath,
@@ -200,7 +200,7 @@ class Compiler:
     def child_rows(
         self,
         parent: ScopeCompiler,
-        block: RowsBlock,
+        block: JoinedRows,
         item: type[BaseModel],
         member: MemberPath,
         path: str,
@@ -209,7 +209,6 @@ class Compiler:
 
         Returns the SQL of the list's item texts and of the contract checks of its items
         (true when every item surely passes, or when there is none)."""
-        assert block.input is not None and block.on is not None
         self._joined_inputs.append(block.input)
         scope, _ = self._scope(block.input, [], member)
         child = ScopeCompiler(self, scope, member)
@@ -326,13 +325,7 @@ class Compiler:
             )
             block = fields.unitReservations
             units_member = (*fields_member, UNITS)
-            if not (isinstance(block, RowsBlock) and block.input is None):
-                raise self.error(
-                    "unitReservations is one item per row of the reservation input: write it "
-                    "as {fields: ...} without input; when units live in another table, make that "
-                    "table the reservation input and join the booking table to it",
-                    units_member,
-                )
+            assert isinstance(block, OwnRows)  # the model allows nothing else
             units = compiler.document(
                 block.fields, UnitReservation, (*units_member, "fields"), UNITS
             )
@@ -340,11 +333,7 @@ class Compiler:
                 unit_value[name] = compiler.leaf_sql.get(f"{UNITS}.{name}", "NULL")
         where = entity_where = compiler.where(spec.filter, (*member, "filter"))
         unit_where = ""
-        if (
-            isinstance(getattr(fields, UNITS, None), RowsBlock)
-            and fields.unitReservations.input is None
-            and fields.unitReservations.filter
-        ):
+        if isinstance(getattr(fields, UNITS, None), OwnRows) and fields.unitReservations.filter:
             unit_where = compiler.where(fields.unitReservations.filter, (*units_member, "filter"))
             where = f"({entity_where}) AND ({unit_where})"
         row_head = [
