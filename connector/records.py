@@ -21,7 +21,9 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "content_hash",  # connector.canonical.content_hash, volatile members left out
     "checkin",  # reservations: earliest unit check-in (datetime64[ns] date); accommodations: NaT
     "checkout",  # reservations: latest unit check-out; accommodations: NaT
-    "source_rows",  # where the record came from, e.g. "bookings.csv:12,13"
+    # where the record came from, e.g. "bookings.csv:12,13"; rows of several files of a glob
+    # input name each further file: "all_2022.csv:14; all_2023.csv:51" (split_source_rows)
+    "source_rows",
 )
 """Columns of :attr:`MappedRecords.records`, one row per validated record."""
 
@@ -30,7 +32,9 @@ QUARANTINE_COLUMNS: tuple[str, ...] = (
     "account_id",  # may be empty when the account itself could not be derived
     "record_id",  # may be empty when the key itself is missing
     "input",  # the input (file, table or query name) the rows came from
-    "rows",  # 1-based data row numbers in that input, comma-separated
+    # 1-based data row numbers in that input, comma-separated; rows of further files of a glob
+    # follow as "; file:rows" (see source_rows)
+    "rows",
     "field",  # the contract field path, e.g. "unitReservations.0.checkin"
     "reason",  # what was expected and what was found
     "value",  # the offending value, masked when sensitive (connector.secrets)
@@ -149,12 +153,32 @@ def in_export_order(records: pd.DataFrame) -> pd.DataFrame:
     """
     if len(records) < 2:
         return records
-    where = records["source_rows"].astype("string").str.rpartition(":")
+    source, rows = split_source_rows(records["source_rows"])
     # The row numbers are written in ascending order: the first is the record's first row.
-    first_row = pd.to_numeric(where[2].str.split(",", n=1).str[0], errors="coerce")
-    keys = pd.DataFrame({"source": where[0], "row": first_row}, index=records.index)
+    first_row = pd.to_numeric(rows.str.split(r"[,;]", n=1, regex=True).str[0], errors="coerce")
+    keys = pd.DataFrame({"source": source, "row": first_row}, index=records.index)
     order = keys.sort_values(["source", "row"], kind="stable", na_position="last").index
     return records.loc[order].reset_index(drop=True)
+
+
+def split_source_rows(source_rows: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The first file and the rows of each ``source_rows`` ("all_2022.csv:14; all_2023.csv:51"
+    gives "all_2022.csv" and "14; all_2023.csv:51"): the quarantine's ``input`` and ``rows``, which
+    read back as ``input:rows``. A text without a colon is all input and no rows."""
+    text = source_rows.astype("string")
+    # A file name may hold ":" itself: the last colon before the first further file is taken.
+    first = text.str.split("; ", n=1).str[0].str.rpartition(":")
+    has_rows = (first[1] == ":").fillna(False)
+    source = first[0].where(has_rows, text)
+    rows = pd.Series(
+        [
+            whole[len(head) + 1 :] if found and isinstance(whole, str) else ""
+            for whole, head, found in zip(text, source, has_rows, strict=True)
+        ],
+        index=source_rows.index,
+        dtype="string",
+    )
+    return source, rows
 
 
 def counts_by_text(values: pd.Series) -> pd.Series:

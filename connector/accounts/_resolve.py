@@ -16,7 +16,12 @@ from dataclasses import replace
 import pandas as pd
 
 from connector.plan import ReconcilePolicy
-from connector.records import QUARANTINE_COLUMNS, MappedRecords, empty_quarantine
+from connector.records import (
+    QUARANTINE_COLUMNS,
+    MappedRecords,
+    empty_quarantine,
+    split_source_rows,
+)
 
 ACCOUNT_FIELD = "account"
 """The quarantine's ``field`` for a row whose account could not be found."""
@@ -99,16 +104,15 @@ def _rows_of_records(
 ) -> pd.DataFrame:
     if not len(records):
         return empty_quarantine()
-    source = records["source_rows"].fillna("").astype(str)
-    where = source.str.rpartition(":")
+    source, rows = split_source_rows(records["source_rows"].fillna("").astype(str))
     external = records["account_id"].astype(str)
     return pd.DataFrame(
         {
             "entity": str(batch.entity),
             "account_id": external.to_numpy(),
             "record_id": records["record_id"].astype(str).to_numpy(),
-            "input": where[0].where(where[1] == ":", source).to_numpy(),
-            "rows": where[2].where(where[1] == ":", "").to_numpy(),
+            "input": source.astype(object).to_numpy(),
+            "rows": rows.astype(object).to_numpy(),
             "field": ACCOUNT_FIELD,
             "reason": [reason(value) for value in external],
             "value": external.to_numpy(),

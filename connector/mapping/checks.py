@@ -160,7 +160,7 @@ def expression_problems(mapping: Mapping) -> list[MappingError]:
                     **expression.model_dump(
                         by_alias=True,
                         exclude_unset=True,
-                        include={"as_", "format", "decimal"},
+                        include={"as_", "format", "decimal", "thousands", "currency"},
                     ),
                 }
             )
@@ -193,6 +193,9 @@ def _type_problems(
 ) -> Iterator[tuple[str, MemberPath]]:
     produced = _produces(expression)
     wanted = _DESCRIBED.get(target, target)
+    for key in ("thousands", "currency"):
+        if getattr(expression, key) is not None and target not in NUMBER_TARGETS - {"string"}:
+            yield f"{key} applies to numbers; this member expects {wanted}", (*member, key)
     if produced == "number" and target not in NUMBER_TARGETS:
         what = "round" if expression.round is not None else expression.source
         yield f"{what} gives a number, but this member expects {wanted}", member
@@ -220,6 +223,8 @@ def _operand_problems(
     ):
         constant = operand.constant
         text = str(constant).strip()
+        if operand.thousands is not None:
+            text = text.replace(operand.thousands, "")
         if operand.decimal == ",":
             text = text.replace(".", "").replace(",", ".")
         try:

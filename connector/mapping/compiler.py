@@ -25,7 +25,7 @@ from connector.mapping import contract_sql
 from connector.mapping.document_sql import ScopeCompiler
 from connector.mapping.expressions import Expression
 from connector.mapping.json_text import JsonList, JsonObject, VolatileInRows
-from connector.mapping.model import Join, Mapping, RowsBlock
+from connector.mapping.model import Join, JoinedRows, Mapping, OwnRows
 from connector.mapping.scope_sql import (
     INLINE_LOOKUP_LIMIT,
     MemberPath,
@@ -219,7 +219,7 @@ class Compiler:
     def child_rows(
         self,
         parent: ScopeCompiler,
-        block: RowsBlock,
+        block: JoinedRows,
         item: type[BaseModel],
         member: MemberPath,
         path: str,
@@ -228,7 +228,6 @@ class Compiler:
 
         Returns the SQL of the list's item texts and of the contract checks of its items
         (true when every item surely passes, or when there is none)."""
-        assert block.input is not None and block.on is not None
         self._joined_inputs.append(block.input)
         scope, _ = self._scope(block.input, [], member)
         child = ScopeCompiler(self, scope, member)
@@ -345,13 +344,7 @@ class Compiler:
             )
             block = fields.unitReservations
             units_member = (*fields_member, UNITS)
-            if not (isinstance(block, RowsBlock) and block.input is None):
-                raise self.error(
-                    "unitReservations is one item per row of the reservation input: write it "
-                    "as {fields: ...} without input; when units live in another table, make that "
-                    "table the reservation input and join the booking table to it",
-                    units_member,
-                )
+            assert isinstance(block, OwnRows)  # the model allows nothing else
             units = compiler.document(
                 block.fields, UnitReservation, (*units_member, "fields"), UNITS
             )
@@ -359,11 +352,7 @@ class Compiler:
                 unit_value[name] = compiler.leaf_sql.get(f"{UNITS}.{name}", "NULL")
         where = entity_where = compiler.where(spec.filter, (*member, "filter"))
         unit_where = ""
-        if (
-            isinstance(getattr(fields, UNITS, None), RowsBlock)
-            and fields.unitReservations.input is None
-            and fields.unitReservations.filter
-        ):
+        if isinstance(getattr(fields, UNITS, None), OwnRows) and fields.unitReservations.filter:
             unit_where = compiler.where(fields.unitReservations.filter, (*units_member, "filter"))
             where = f"({entity_where}) AND ({unit_where})"
         row_head = [
@@ -450,7 +439,7 @@ class Compiler:
                 f"FROM key_raw {' '.join(key_value_joins)}),\nkeys AS (SELECT {SOURCE_COLUMN}, "
                 f"{ROW_COLUMN}, is_unit, {record_key} FROM key_val)\n"
                 f"SELECT account_id, record_id, min({SOURCE_COLUMN}) AS sources, "
-                f"array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers, "
+                f"{_ROW_NUMBERS} AS row_numbers, "
                 f"min({_FIRST_ROW}) AS first_row FROM keys "
                 "WHERE account_id IS NOT NULL AND record_id IS NOT NULL "
                 "GROUP BY account_id, record_id HAVING NOT bool_or(coalesce(is_unit, false)) "
@@ -612,6 +601,16 @@ _GROUP_KEY = (
 )
 
 _FIRST_ROW = f"{SOURCE_COLUMN} || lpad(CAST({ROW_COLUMN} AS VARCHAR), 12, '0')"
+# The rows of a record, after its first file (``sources``): "12,13", and when a glob's files
+# share the record, each further file by name: "14; all_2023.csv:51" (a booking in two yearly
+# exports), so that ``sources:row_numbers`` names every row's own file.
+_ROW_NUMBERS = f"""CASE WHEN min({SOURCE_COLUMN}) = max({SOURCE_COLUMN})
+       THEN array_to_string(list_sort(list({ROW_COLUMN})), ',')
+       ELSE list_transform(
+           [list_sort(list(struct_pack(s := {SOURCE_COLUMN}, r := {ROW_COLUMN})))],
+           lambda rows: array_to_string(list_transform(rows, lambda row, i: CASE
+               WHEN i = 1 THEN '' WHEN row.s <> rows[i - 1].s THEN '; ' || row.s || ':' ELSE ','
+               END || CAST(row.r AS VARCHAR)), ''))[1] END"""
 _ERRORS = "flatten(list(errs) FILTER (WHERE errs IS NOT NULL)) AS errors"
 # Aggregates without ORDER BY (ordered aggregates are slow); order is restored on the lists.
 # "checked": the contract's checks compiled to SQL hold for every row of the record.
@@ -620,7 +619,7 @@ _COMMON = f"""
            AS conflicting, bool_and(coalesce(checks, false)) AS checked,
        {_ERRORS},
        min({SOURCE_COLUMN}) AS sources,
-       array_to_string(list_sort(list({ROW_COLUMN})), ',') AS row_numbers,
+       {_ROW_NUMBERS} AS row_numbers,
        min({_FIRST_ROW}) AS first_row"""
 # The same columns for a record of one row.
 _SINGLE_COMMON = f"""

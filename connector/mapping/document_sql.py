@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from connector.mapping import contract_sql
 from connector.mapping.json_text import JsonList, JsonObject, JsonValue, leaf_text, value_text
-from connector.mapping.model import RowsBlock, field_shape
+from connector.mapping.model import JoinedRows, field_shape
 from connector.mapping.scope_sql import MemberPath, ScopeSql
 
 
@@ -133,12 +133,6 @@ class ScopeCompiler(ScopeSql):
                 keep = " OR ".join(f"{leaf.raw} IS NOT NULL" for leaf in fed) if fed else None
                 listed.items.append((obj, keep))
             return listed
-        assert isinstance(value, RowsBlock)
-        if value.input is None:
-            raise self.compiler.error(
-                "a list from rows needs `input` and `on` here (only unitReservations may use "
-                "the record's own rows)",
-                member,
-            )
+        assert isinstance(value, JoinedRows)  # the model allows a list or these only
         rows_sql, rows_check = self.compiler.child_rows(self, value, item, member, path)
         return JsonList(rows_sql=rows_sql, rows_check=rows_check)

@@ -208,6 +208,18 @@ class Expression(StrictModel):
     decimal: Literal[".", ","] = Field(
         default=".", description="Decimal separator of numbers in the input."
     )
+    thousands: Literal[",", ".", " ", "'"] | None = Field(
+        default=None,
+        description='Thousands separator of numbers in the input: "1,445,000.00" with '
+        'thousands: ",". A number must then group every three digits with it, or not at all; '
+        'a value written otherwise ("12,50") is refused. " " also reads no-break spaces, '
+        '"\'" also a typographic apostrophe.',
+    )
+    currency: Literal["strip"] | None = Field(
+        default=None,
+        description='strip: a currency code or symbol before or after the number ("Rp1,445,000.00", '
+        '"1.234,50 €", "USD 12") is removed; any other text around it is refused.',
+    )
     round: int | None = Field(
         default=None,
         ge=0,
@@ -244,6 +256,11 @@ class Expression(StrictModel):
             raise ValueError("map_default needs map or lookup")
         if self.format is not None and self.as_ not in (None, "date", "datetime"):
             raise ValueError("format applies to as: date or as: datetime")
+        if self.thousands is not None and self.thousands == self.decimal:
+            raise ValueError(
+                f"thousands and decimal are both {self.thousands!r}: a number written so is "
+                "ambiguous; set the decimal separator with decimal: and the other with thousands:"
+            )
         if self.add_days is not None and self.subtract_days is not None:
             raise ValueError("use one of add_days and subtract_days (arithmetic adds both)")
         if self.template is not None:

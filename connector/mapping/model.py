@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     Discriminator,
     Field,
+    GetJsonSchemaHandler,
     PrivateAttr,
     StrictBool,
     Tag,
@@ -25,6 +26,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from connector.contract import Accommodation, Entity, Reservation
 from connector.mapping.expressions import (
@@ -169,11 +172,33 @@ def _input_kind(value: Any) -> str:
     return "csv"
 
 
+class _InputKindSchema:
+    """_input_kind in JSON Schema: ``type`` decides, else a ``url`` means sql and a path ending
+    in .xlsx or .xlsm means xlsx, else csv. A plain oneOf would refuse a csv input without
+    ``type`` (it also fits the xlsx input), which the loader accepts."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        csv, xlsx, sql = handler(core_schema)["oneOf"]
+        workbook = {"properties": {"path": {"pattern": "\\.[xX][lL][sS][xXmM]$"}}}
+        return {
+            "if": {"required": ["type"]},
+            "then": {"oneOf": [csv, xlsx, sql]},
+            "else": {
+                "if": {"required": ["url"]},
+                "then": sql,
+                "else": {"if": {**workbook, "required": ["path"]}, "then": xlsx, "else": csv},
+            },
+        }
+
+
 InputSpec = Annotated[
     Annotated[CsvInput, Tag("csv")]
     | Annotated[XlsxInput, Tag("xlsx")]
     | Annotated[SqlInput, Tag("sql")],
     Discriminator(_input_kind),
+    _InputKindSchema(),
 ]
 
 
@@ -204,24 +229,36 @@ class Join(StrictModel):
 
 
 class RowsBlock(StrictModel):
-    """A list built from rows: the record's own rows, or rows of another input joined by key."""
+    """A list built from rows: the record's own rows (:class:`OwnRows`) or rows of another
+    input joined by key (:class:`JoinedRows`)."""
 
-    input: str | None = Field(
-        default=None,
-        description="Input the items come from; unset for unitReservations = the booking's own "
-        "rows (one item per row).",
-    )
-    on: dict[str, str] | None = Field(
-        default=None, description="Item input's column → parent row's column."
-    )
     filter: list[Condition] = Field(default_factory=list)
     fields: Any = None  # replaced by the item's field model in generated subclasses
 
-    @model_validator(mode="after")
-    def _input_needs_on(self) -> RowsBlock:
-        if (self.input is None) != (self.on is None):
-            raise ValueError("input and on go together")
-        return self
+
+class OwnRows(RowsBlock):
+    """unitReservations: one item per row of the reservation input that passes ``filter``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_other_input(cls, data: Any) -> Any:
+        # The schema has no such members either; this says what to do instead.
+        if isinstance(data, dict) and ("input" in data or "on" in data):
+            raise ValueError(
+                "unitReservations is one item per row of the reservation input: write it as "
+                "{fields: ...} without input or on; when units live in another table, make that "
+                "table the reservation input and join the booking table to it"
+            )
+        return data
+
+
+class JoinedRows(RowsBlock):
+    """A list from the rows of another input whose key columns match the parent row's."""
+
+    input: str = Field(description="Input the items come from.")
+    on: dict[str, str] = Field(
+        min_length=1, description="Item input's column → parent row's column, all of which match."
+    )
 
 
 # ------------------------------------------------------------------ generated field models
@@ -258,6 +295,10 @@ _OPTIONAL_IN_MAPPING: frozenset[tuple[str, str]] = frozenset({("Accommodation", 
 """Required contract members a mapping may leave out because the engine fills them."""
 
 
+_OWN_ROWS = ("Reservation", "unitReservations")
+"""The list member whose items are the record's own rows, not a list or another input's rows."""
+
+
 def _list_kind(value: Any) -> str:
     return "list" if isinstance(value, list) else "rows"
 
@@ -270,11 +311,17 @@ def fields_model(contract: type[BaseModel]) -> type[BaseModel]:
         shape, sub = field_shape(info.annotation)
         if shape == _OBJECT:
             annotation: Any = fields_model(sub)
+        elif shape == _OBJECT_LIST and (contract.__name__, name) == _OWN_ROWS:
+            annotation = create_model(
+                f"{sub.__name__}Rows",  # type: ignore[union-attr]
+                __base__=OwnRows,
+                fields=(fields_model(sub), Field(description="Fields of each item.")),
+            )
         elif shape == _OBJECT_LIST:
             item_model = fields_model(sub)
             rows_model = create_model(
                 f"{sub.__name__}Rows",  # type: ignore[union-attr]
-                __base__=RowsBlock,
+                __base__=JoinedRows,
                 fields=(item_model, Field(description="Fields of each item.")),
             )
             annotation = Annotated[

@@ -3,7 +3,8 @@ the code the service expects.
 
 Country and language names come from pycountry, in English and in the translations pycountry
 ships (German, French, Spanish, Italian, Dutch, Portuguese, …). A short committed alias table
-adds the colloquial names exports actually carry ("Holland", "USA", "England"), and a symbol
+adds the colloquial names exports actually carry ("Holland", "USA", "England") and the qualified
+names of the World Bank's, the UN's and CLDR's lists ("Hong Kong SAR, China"), and a symbol
 table maps "€", "$", "£" to ISO 4217. Keys are normalised the same way the SQL side normalises a
 value: lower case, accents stripped, surrounding blanks removed.
 """
@@ -15,6 +16,7 @@ import gettext
 import hashlib
 import json
 import os
+import re
 import unicodedata
 from functools import cache
 from importlib.metadata import version
@@ -88,8 +90,68 @@ COUNTRY_ALIASES: dict[str, str] = {
     "polska": "PL",
     "eire": "IE",
     "hellas": "GR",
+    # The World Bank's and UN's qualified names, CLDR's short names and other lists' spellings
+    # that ISO's names do not give, even with the variants of _name_variants.
+    "bahamas, the": "BS",
+    "gambia, the": "GM",
+    "congo, dem. rep.": "CD",
+    "democratic republic of the congo": "CD",
+    "dr congo": "CD",
+    "drc": "CD",
+    "congo-kinshasa": "CD",
+    "congo - kinshasa": "CD",
+    "congo, rep.": "CG",
+    "congo-brazzaville": "CG",
+    "congo - brazzaville": "CG",
+    "egypt, arab rep.": "EG",
+    "hong kong sar, china": "HK",
+    "hong kong sar": "HK",
+    "hong kong s.a.r.": "HK",
+    "hong kong, china": "HK",
+    "china, hong kong sar": "HK",
+    "china, hong kong special administrative region": "HK",
+    "macao sar, china": "MO",
+    "macau sar, china": "MO",
+    "macao sar": "MO",
+    "macau sar": "MO",
+    "macao s.a.r.": "MO",
+    "macau s.a.r.": "MO",
+    "macao, china": "MO",
+    "macau, china": "MO",
+    "china, macao sar": "MO",
+    "china, macao special administrative region": "MO",
+    "taiwan, china": "TW",
+    "chinese taipei": "TW",
+    "iran, islamic rep.": "IR",
+    "korea, rep.": "KR",
+    "korea, south": "KR",
+    "korea, dem. people's rep.": "KP",
+    "korea, dem. rep.": "KP",
+    "korea, north": "KP",
+    "lao pdr": "LA",
+    "micronesia, fed. sts.": "FM",
+    "venezuela, rb": "VE",
+    "west bank and gaza": "PS",
+    "palestinian territories": "PS",
+    "palestine": "PS",
+    "yemen, rep.": "YE",
+    "somalia, fed. rep.": "SO",
+    "macedonia, fyr": "MK",
+    "macedonia": "MK",
+    "myanmar (burma)": "MM",
+    "cape verde": "CV",
+    "east timor": "TL",
+    "holy see": "VA",
+    "vatican city": "VA",
+    "falkland islands": "FK",
+    "saint helena": "SH",
+    "heard and mcdonald islands": "HM",
+    "saint vincent and grenadines": "VC",
+    "u.s. outlying islands": "UM",
+    "caribbean netherlands": "BQ",
+    "netherlands antilles": "BQ",
 }
-"""Colloquial country names that neither pycountry nor its translations list."""
+"""Colloquial and qualified country names that neither pycountry nor its translations list."""
 
 CURRENCY_SYMBOLS: dict[str, str] = {
     "€": "EUR",
@@ -126,6 +188,13 @@ CURRENCY_SYMBOLS: dict[str, str] = {
     "ca$": "CAD",
     "nz$": "NZD",
     "ft": "HUF",
+    "rp": "IDR",
+    "rm": "MYR",
+    "฿": "THB",
+    "₫": "VND",
+    "₱": "PHP",
+    "s$": "SGD",
+    "hk$": "HKD",
 }
 """Currency symbols and everyday names; "$" is taken as US dollars, "kr" is left ambiguous."""
 
@@ -319,12 +388,42 @@ def _build_country_table() -> dict[str, str]:
             table.setdefault(normalise_key(name), country.alpha_2)
     for alias, code in COUNTRY_ALIASES.items():
         table[normalise_key(alias)] = code
+    # Variants never displace a name: "Congo" qualified one way must not become the other Congo.
+    for key, code in list(table.items()):
+        for variant in _name_variants(key):
+            table.setdefault(variant, code)
     # Codes win over names that happen to spell the same.
     for country in pycountry.countries:
         table[normalise_key(country.alpha_3)] = country.alpha_2
     for country in pycountry.countries:
         table[normalise_key(country.alpha_2)] = country.alpha_2
     return table
+
+
+_QUALIFIER = re.compile(
+    r"^(?P<head>[^,()]+), (?P<tail>[^,()]+)$|^(?P<name>[^,()]+) \((?P<note>[^()]+)\)$"
+)
+
+
+def _name_variants(key: str) -> set[str]:
+    """The other spellings of a normalised country name that lists other than ISO's use.
+
+    A qualifier after a comma is also written in brackets, without the comma, or first
+    ("korea, republic of": "korea (republic of)", "republic of korea"; "hong kong sar, china":
+    "hong kong sar china"); "and" is also "&", "saint" also "st." or "st", and an apostrophe
+    also the typographic one (U+2019) CLDR writes.
+    """
+    variants = {key}
+    found = _QUALIFIER.match(key)
+    if found and found["head"]:
+        head, tail = found["head"], found["tail"]
+        variants |= {f"{head} ({tail})", f"{head} {tail}", f"{tail} {head}"}
+    elif found:
+        variants |= {f"{found['name']}, {found['note']}", f"{found['name']} {found['note']}"}
+    for old, new in ((" and ", " & "), ("saint ", "st. "), ("saint ", "st "), ("'", "\u2019")):
+        variants |= {variant.replace(old, new) for variant in variants if old in variant}
+    variants.discard(key)
+    return variants
 
 
 def _build_currency_table() -> dict[str, str]:

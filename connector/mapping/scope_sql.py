@@ -109,17 +109,51 @@ def _strptime(raw: str, formats_: list[str]) -> str:
     return tries[0] if len(tries) == 1 else f"coalesce({', '.join(tries)})"
 
 
-def _reads_decimal_comma(expression: Expression, *, before_round: bool = False) -> bool:
-    """Whether the expression's text is read with a decimal comma.
+@dataclass(frozen=True)
+class NumberReading:
+    """How an expression's text is read as a number (see :func:`number_reading`)."""
 
-    Arithmetic and ``round`` write numbers with a decimal point, whatever ``decimal:`` says of
-    the export's own numbers, so what reads their result reads a point.
+    comma: bool = False  # pms_number reads a decimal comma
+    written: str = ""  # how a reason describes the writing expected ("" for plain numbers)
+    grouped: str | None = None  # pms_grouped_number's arguments after the text, if it applies
+
+    def text(self, sql: str) -> str:
+        """The text pms_number is given for the text ``sql``."""
+        return sql if self.grouped is None else f"pms_grouped_number({sql}, {self.grouped})"
+
+
+def number_reading(expression: Expression, *, before_round: bool = False) -> NumberReading:
+    """How the text of an expression is read as a number: its ``decimal:``, ``thousands:`` and
+    ``currency:``.
+
+    Arithmetic, row numbers and ``round`` write numbers with a decimal point, whatever the
+    members say of the export's own numbers, so what reads their result reads a plain number.
     """
-    if expression.decimal != ",":
-        return False
     if expression.source in ARITHMETIC_KEYS or expression.source == "row_number":
-        return False
-    return before_round or expression.round is None
+        return NumberReading()
+    if not before_round and expression.round is not None:
+        return NumberReading()
+    comma = expression.decimal == ","
+    # The reason names the decimal comma: "12.50" is a number, only not written that way.
+    written = " written with a decimal comma (1.234,5)" if comma else ""
+    separator = expression.thousands
+    if separator is None and expression.currency is None:
+        return NumberReading(comma, written)
+    grouping = "NULL"
+    if separator is not None:
+        # Every group of three digits, or none: "1,44,500.00" and "12,50" are refused.
+        point = expression.decimal
+        grouping = lit(f"([0-9]{{1,3}}([{separator}][0-9]{{3}})+|[0-9]+)([{point}][0-9]+)?")
+        written = f" written 1{separator}234{separator}567{point}89"
+        comma = False  # pms_grouped_number gives it with a decimal point
+    currency = expression.currency == "strip"
+    if currency:
+        written += ", a currency code or symbol before or after it allowed"
+    grouped = (
+        f"{grouping}, {lit(separator or '')}, {lit(expression.decimal)}, "
+        f"{'true' if currency else 'false'}"
+    )
+    return NumberReading(comma, written, grouped)
 
 
 def _text_case(sql: str, case: str) -> str:
@@ -364,9 +398,8 @@ class ScopeSql:
             sql = f"coalesce({sql}, CAST({lit(expression.default)} AS VARCHAR))"
         if expression.round is not None:
             digits = expression.round
-            comma = _reads_decimal_comma(expression, before_round=True)
             sql = self._numbers(
-                [(sql, comma)],
+                [(sql, number_reading(expression, before_round=True))],
                 lambda numbers: f"pms_number_string(round({numbers[0]}, {digits}))",
                 "round",
             )
@@ -403,17 +436,22 @@ class ScopeSql:
         return f"struct_extract({bound}, 'v')"
 
     def _numbers(
-        self, texts: list[tuple[str, bool]], combine: Callable[[list[str]], str], verb: str
+        self,
+        texts: list[tuple[str, NumberReading]],
+        combine: Callable[[list[str]], str],
+        verb: str,
     ) -> str:
-        """Text of a number computed from texts read as numbers (with or without decimal
-        comma); a present text that is no number is the field's problem."""
+        """Text of a number computed from texts read as numbers (as each says); a present text
+        that is no number is the field's problem."""
         count = range(len(texts))
 
         def derive(inner: str) -> dict[str, str]:
-            return {
-                f"n{index}": f"pms_number({inner}.a{index}, {'true' if texts[index][1] else 'false'})"
-                for index in count
-            }
+            numbers = {}
+            for index in count:
+                reading = texts[index][1]
+                comma = "true" if reading.comma else "false"
+                numbers[f"n{index}"] = f"pms_number({reading.text(f'{inner}.a{index}')}, {comma})"
+            return numbers
 
         def bad(inner: str, derived: str) -> str:
             cases = " ".join(
@@ -424,7 +462,7 @@ class ScopeSql:
             return f"CASE {cases} END"
 
         return self._checked(
-            {f"a{index}": text for index, (text, _comma) in enumerate(texts)},
+            {f"a{index}": text for index, (text, _reading) in enumerate(texts)},
             derive,
             lambda _inner, derived: combine([f"{derived}.n{index}" for index in count]),
             bad,
@@ -443,9 +481,10 @@ class ScopeSql:
         texts = []
         for index, item in enumerate(getattr(expression, source) or []):
             operand = as_expression(item)
-            texts.append(
-                (self.converted_text(operand, (*member, index)), _reads_decimal_comma(operand))
-            )
+            text = self.converted_text(operand, (*member, index))
+            # An operand with as: is already a plain number; otherwise its own text is read.
+            converted = operand.as_ not in (None, "string")
+            texts.append((text, NumberReading() if converted else number_reading(operand)))
         return self._numbers(
             texts, lambda numbers: f"pms_number_string(round({operator.join(numbers)}, 10))", verb
         )
@@ -539,19 +578,21 @@ class ScopeSql:
 
     def convert(self, raw: str, expression: Expression, target: str) -> tuple[str, str]:
         """SQL of the converted value (NULL when unreadable) and the SQL of the reason text."""
-        comma = "true" if _reads_decimal_comma(expression) else "false"
         formats_ = expression.format
         if isinstance(formats_, str):
             formats_ = [formats_]
         if target == "string":
             return raw, "NULL"
-        # The reason names the decimal comma: "12.50" is a number, only not written that way.
-        written = " written with a decimal comma (1.234,5)" if comma == "true" else ""
+        reading = number_reading(expression)
+        number, written = reading.text(raw), reading.written
+        comma = "true" if reading.comma else "false"
         if target == "integer":
-            return f"pms_integer({raw}, {comma})", lit(f"expected a whole number{written}")
+            return f"pms_integer({number}, {comma})", lit(f"expected a whole number{written}")
         if target == "number":
-            return f"pms_number({raw}, {comma})", lit(f"expected a number{written}")
+            return f"pms_number({number}, {comma})", lit(f"expected a number{written}")
         if target == "number_text":
+            if number != raw:  # a text not written as declared stays as it is, as non-numbers do
+                return f"coalesce(pms_format_number({number}, {comma}), {raw})", "NULL"
             return f"pms_format_number({raw}, {comma})", "NULL"
         if target == "boolean":
             return f"pms_boolean({raw})", "'expected yes/no, true/false, t/f or 1/0'"

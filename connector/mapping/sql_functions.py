@@ -139,6 +139,52 @@ CREATE OR REPLACE MACRO pms_object(head, middle, tail) AS
 """
 
 
+CURRENCY_WORDS_STRIPPED = ("kr", "kr.")
+"""Currency symbols a number may carry that name no single currency ("kr": Danish, Norwegian or
+Swedish crowns), so the currency table leaves them out; stripping them from a number needs no
+code."""
+
+
+def _currency_word_macro() -> str:
+    """pms_currency_word(t): whether t is a currency code, symbol or one-word name.
+
+    The words are inline: a scalar subquery on pms_currencies would be planned as a join per
+    use, copying every other column of the row.
+    """
+    words = sorted(
+        {key for key in currency_table() if not any(char.isspace() for char in key)}
+        | set(CURRENCY_WORDS_STRIPPED)
+    )
+    listed = ", ".join("'" + word.replace("'", "''") + "'" for word in words)
+    return f"CREATE OR REPLACE MACRO pms_currency_word(t) AS pms_key(t) IN ({listed});"
+
+
+_CURRENCY_NUMBER_MACROS = """
+-- A number with a sign, maybe a currency before or after it, and digits with separators:
+-- "-Rp1,445,000.00", "1 234,50 €". Blanks include no-break spaces, apostrophes the typographic
+-- one. The parts are checked by pms_grouped_number.
+CREATE OR REPLACE MACRO pms_number_parts(x) AS regexp_extract(
+    trim(translate(x, chr(160) || chr(8239) || chr(8217), '  ''')),
+    '^([+-]?)\\s*([^0-9\\s+-][^0-9\\s]*)?\\s*([+-]?)([0-9](?:.*[0-9])?)\\s*([^0-9\\s]*)$',
+    ['sign', 'before', 'signed', 'digits', 'after']);
+-- The text pms_number reads from a number written with a declared thousands separator
+-- (grouping, the pattern its digits must match) and maybe a currency (currency): NULL when
+-- written any other way, so that "12,50" in a column of "1,234.50" is refused instead of read
+-- as 1250. Without grouping the digits go on as written, read by pms_number with the column's
+-- decimal separator.
+CREATE OR REPLACE MACRO pms_grouped_number(x, grouping, separator, decimal_point, currency) AS
+    list_transform([pms_number_parts(x)], lambda p: CASE
+        WHEN p.digits = '' OR (p.sign <> '' AND p.signed <> '') THEN NULL
+        WHEN p.before || p.after <> '' AND NOT (currency AND (p.before = '' OR p.after = '')
+                                                 AND pms_currency_word(p.before || p.after))
+            THEN NULL
+        WHEN grouping IS NULL THEN p.sign || p.signed || p.digits
+        WHEN regexp_full_match(p.digits, grouping)
+            THEN p.sign || p.signed || replace(replace(p.digits, separator, ''), decimal_point, '.')
+    END)[1];
+"""
+
+
 def _table(connection: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> None:
     connection.register("_pms_sync_reference", frame)
     try:
@@ -162,3 +208,5 @@ def install(connection: duckdb.DuckDBPyConnection) -> None:
     )
     _table(connection, "pms_months", months)
     connection.execute(_MACROS)
+    connection.execute(_currency_word_macro())
+    connection.execute(_CURRENCY_NUMBER_MACROS)

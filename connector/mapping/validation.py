@@ -360,8 +360,9 @@ class RecordValidator:
                     source,
                     numbers,
                     "id",
-                    f"{DUPLICATE_REASON}: rows {numbers} share id {record_id!r} but map to "
-                    "different values",
+                    # Named with their files: a glob's files may share a record.
+                    f"{DUPLICATE_REASON}: rows {source}:{numbers} share id {record_id!r} but "
+                    "map to different values",
                     record_id,
                 )
                 continue

@@ -311,3 +311,21 @@ def test_a_corrupted_export_gives_the_same_records_and_quarantine_with_and_witho
     assert reservations.checked_in_sql == len(reservations.records) > 0
     for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
         _same(with_sql[entity], without[entity])
+
+
+def test_grouped_numbers_give_the_same_records_and_quarantine_with_and_without_sql_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.mapping.test_fast_path import _GROUPED_MEMBERS
+
+    edits = [
+        (0, "price", "Rp1,445,000.00"),
+        (1, "price", "-$1,234.50"),  # read, then refused by the contract: a negative price
+        (2, "price", "1,44,500.00"),  # refused: not grouped by threes
+        (3, "paid", "1234.50 kr"),
+    ]
+    mapping = _export(tmp_path / "hotel", edits, _GROUPED_MEMBERS)
+    with_sql = _map(mapping, monkeypatch, sql_checks=True)
+    without = _map(mapping, monkeypatch, sql_checks=False)
+    _same(with_sql[Entity.RESERVATION], without[Entity.RESERVATION])
+    assert len(with_sql[Entity.RESERVATION].quarantine) >= 1

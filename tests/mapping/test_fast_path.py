@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -57,8 +58,18 @@ _EDITS = {
 }
 
 
-def _export(folder: Path, edits: list[tuple[int, str, str]]) -> Path:
+def _export(
+    folder: Path, edits: list[tuple[int, str, str]], members: dict[str, str] | None = None
+) -> Path:
+    """The hotel example with ``edits`` to its bookings' cells and ``members`` of its mapping
+    replaced (a line's text → its new text)."""
     shutil.copytree(HOTEL, folder, dirs_exist_ok=True)
+    mapping = folder / "mapping.yaml"
+    text = mapping.read_text(encoding="utf-8")
+    for old, new in (members or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    mapping.write_text(text, encoding="utf-8")
     bookings = folder / "data" / "bookings.csv"
     with bookings.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -118,6 +129,79 @@ def test_fast_path_equals_the_contract_model_on_hostile_values(
     reference = _map(mapping, monkeypatch, fast=False)
     for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
         _same(fast[entity], reference[entity])
+
+
+# Prices as channel exports write them, declared so in the mapping: the grouped numbers the
+# declaration reads, the same amounts grouped the other way round, and hostile text.
+_GROUPED_MEMBERS = {
+    "price: price": 'price: {column: price, thousands: ",", currency: strip}',
+    "paidAmount: paid": "paidAmount: {column: paid, currency: strip}",
+}
+_AMOUNT = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False).map(lambda v: f"{v:,.2f}")
+_CURRENCY = st.sampled_from(["", "Rp", "$", "USD ", "€ ", "kr ", "XX ", "--", "%"])
+_GROUPED = st.one_of(
+    st.tuples(_CURRENCY, _AMOUNT, _CURRENCY).map(lambda parts: "".join(parts)),
+    st.tuples(_AMOUNT, _CURRENCY).map(
+        # 1.234,50 and 1 234,50: the other writings, with the currency after the number.
+        lambda parts: parts[0].replace(",", " ").replace(".", ",") + " " + parts[1]
+    ),
+    _NUMBER,
+)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 200), st.sampled_from(["price", "paid"]), _GROUPED),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_fast_path_equals_the_contract_model_on_grouped_numbers_and_currencies(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    edits: list[tuple[int, str, str]],
+) -> None:
+    mapping = _export(tmp_path_factory.mktemp("hotel"), edits, _GROUPED_MEMBERS)
+    fast = _map(mapping, monkeypatch, fast=True)
+    reference = _map(mapping, monkeypatch, fast=False)
+    _same(fast[Entity.RESERVATION], reference[Entity.RESERVATION])
+
+
+def test_grouped_numbers_with_currencies_map_alike_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edits = [
+        (0, "price", "Rp1,445,000.00"),
+        (1, "price", "$1,234.50"),
+        (2, "price", "12,50"),  # refused: a decimal comma where the column has points
+        (3, "paid", "€ 12.50"),
+        (4, "paid", "USD 1,234.50"),  # refused: no thousands separator is declared for it
+    ]
+    mapping = _export(tmp_path / "hotel", edits, _GROUPED_MEMBERS)
+    fast = _map(mapping, monkeypatch, fast=True)
+    reference = _map(mapping, monkeypatch, fast=False)
+    _same(fast[Entity.RESERVATION], reference[Entity.RESERVATION])
+    quarantined = fast[Entity.RESERVATION].quarantine
+    assert sorted(quarantined["value"]) == ["12,50", "USD 1,234.50"]
+    prices = [
+        unit["price"]
+        for payload in fast[Entity.RESERVATION].records["payload"]
+        for unit in json.loads(payload)["unitReservations"]
+        if "price" in unit
+    ]
+    paid = [
+        unit["paidAmount"]
+        for payload in fast[Entity.RESERVATION].records["payload"]
+        for unit in json.loads(payload)["unitReservations"]
+        if "paidAmount" in unit
+    ]
+    assert {1445000.0, 1234.5} <= set(prices)
+    assert 12.5 in paid
 
 
 def test_payloads_known_valid_are_not_validated_again_and_change_nothing(

@@ -141,6 +141,74 @@ def test_countries_are_read_from_names_in_several_languages_and_codes(tmp_path: 
     assert field_values(batch, "country") == ["DE"] * 6 + ["ES", "NL", "GB", "AT", "CH", "NL"]
 
 
+QUALIFIED_COUNTRY_NAMES = {
+    # The World Bank's names.
+    "Hong Kong SAR, China": "HK",
+    "Macao SAR, China": "MO",
+    "Macau SAR, China": "MO",
+    "Taiwan, China": "TW",
+    "Korea, Rep.": "KR",
+    "Korea, Dem. People's Rep.": "KP",
+    "Iran, Islamic Rep.": "IR",
+    "Venezuela, RB": "VE",
+    "Egypt, Arab Rep.": "EG",
+    "Yemen, Rep.": "YE",
+    "Congo, Dem. Rep.": "CD",
+    "Congo, Rep.": "CG",
+    "Gambia, The": "GM",
+    "Bahamas, The": "BS",
+    "Lao PDR": "LA",
+    "Micronesia, Fed. Sts.": "FM",
+    "St. Kitts and Nevis": "KN",
+    "Virgin Islands (U.S.)": "VI",
+    "West Bank and Gaza": "PS",
+    "Turkiye": "TR",
+    # ISO's own and the UN's, qualifier first or in brackets.
+    "Russian Federation": "RU",
+    "Viet Nam": "VN",
+    "Türkiye": "TR",
+    "Czechia": "CZ",
+    "Côte d'Ivoire": "CI",
+    "Cote d'Ivoire": "CI",
+    "Korea, Republic of": "KR",
+    "Republic of Korea": "KR",
+    "Iran (Islamic Republic of)": "IR",
+    "Bolivia (Plurinational State of)": "BO",
+    "Democratic Republic of the Congo": "CD",
+    "China, Hong Kong SAR": "HK",
+    "China, Macao SAR": "MO",
+    # CLDR's short names: typographic apostrophe, "&", "St.".
+    "Côte d\u2019Ivoire": "CI",
+    "Hong Kong SAR China": "HK",
+    "Macao SAR China": "MO",
+    "Trinidad & Tobago": "TT",
+    "St. Vincent & Grenadines": "VC",
+    "U.S. Virgin Islands": "VI",
+    "Congo - Kinshasa": "CD",
+    "Myanmar (Burma)": "MM",
+}
+
+
+def test_qualified_country_names_of_the_world_bank_un_and_cldr_lists_are_read(
+    tmp_path: Path,
+) -> None:
+    names = list(QUALIFIED_COUNTRY_NAMES)
+    batch = map_units(tmp_path, rows(land=names), {"country": "land"})
+    assert dict(zip(names, field_values(batch, "country"), strict=True)) == QUALIFIED_COUNTRY_NAMES
+    assert batch.quarantine.empty
+
+
+def test_an_unlisted_qualified_name_is_quarantined_not_read_by_its_head(tmp_path: Path) -> None:
+    # "Congo" and "Korea" with a qualifier name one of two countries: only a known one decides.
+    names = ["Congo, Rep.", "Congo, Dem. Rep.", "Congo, Rep. of", "Korea, Dem."]
+    batch = map_units(tmp_path, rows(land=names), {"country": "land"})
+    assert field_values(batch, "country") == ["CG", "CD"]
+    assert batch.quarantine["reason"].tolist() == [
+        "unknown country, got 'Congo, Rep. of'",
+        "unknown country, got 'Korea, Dem.'",
+    ]
+
+
 def test_currencies_are_read_from_codes_symbols_and_names(tmp_path: Path) -> None:
     data = [
         {"booking": f"b{index}", "cur": value}
