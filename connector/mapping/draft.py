@@ -90,22 +90,29 @@ channelName: channel channelname bookingsource source distributionchannel
 marketSegment: marketsegment segment
 agent: agent agency
 guestNumber: guestno guestnumber guestnr guestindex guestpos gastnr gastnummer
+mainGuest: mainguest primaryguest isprimary ismainguest ismain leadguest isleadguest
+    hauptgast booker isbooker mainguestflag primaryflag
+ratePlan: rateplan rateplancode rateplanname ratecode tarif tariff
+cancellationPolicyCode: cancellationpolicycode cancellationpolicy cancelpolicy
+    cancellationcode stornobedingung
 unitId: room roomno roomnr roomnumber roomid unit unitid unitno apartment apartmentid zimmer
     zimmernr zimmernummer listing listingid flat
 unitName: roomname unitname apartmentname listingname zimmername roomnum
 unitRoomTypeName: roomtype reservedroomtype category kategorie zimmertyp
 adults: adults adult pax persons guests numberofguests erwachsene adultes personen pers
-children: children child kids kinder enfants
+    noofadult noofadults numberofadults adultcount nbadultes erw
+children: children child kids kinder enfants noofchild noofchildren numberofchildren
+    childcount nbenfants
 babies: babies baby infants infant
 checkin: arrival arrivaldate checkin checkindate from start startdate anreise anreisedatum
-    datefrom arrivee llegada
+    datefrom arrivee llegada staydatefrom stayfrom
 checkout: departure departuredate checkout checkoutdate to end enddate abreise abreisedatum
-    dateto depart salida
+    dateto depart salida staydateto stayto
 nights: nights numberofnights nachte naechte lengthofstay los
 leadTime: leadtime leaddays daysinadvance vorlauf
 rate: adr rate nightlyrate dailyrate pricepernight averagedailyrate
 price: price amount total totalprice betrag revenue totalamount preis roomprice bookingprice
-    gesamtpreis gesamtbetrag
+    gesamtpreis gesamtbetrag totalinclusiverate totalinclusive totalrate grandtotal
 currency: currency wahrung waehrung devise
 estimatedCheckInTime: eta arrivaltime checkintime expectedarrival ankunftszeit
 estimatedCheckOutTime: etd departuretime checkouttime abreisezeit
@@ -685,6 +692,15 @@ def _not_a_date(values: list[str]) -> bool:
     return not _is_date(values)
 
 
+_TRUE_WORDS = frozenset({"y", "yes", "true", "1", "x", "j", "ja", "oui", "si", "sí", "main"})
+
+
+def _is_flag(values: list[str]) -> bool:
+    """Two values, one of them saying yes (Y/N, true/false, 1/0)."""
+    distinct = {value.lower() for value in values}
+    return 1 <= len(distinct) <= 2 and bool(distinct & _TRUE_WORDS)
+
+
 def _is_count(values: list[str]) -> bool:
     return all(re.fullmatch(r"\d+(\.0+)?", value) for value in values)
 
@@ -868,7 +884,7 @@ def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
         if column is not None:
             guest[member] = note(f"primaryGuest.{member}", column)
     fields["primaryGuest"] = guest
-    for member in ("channelName", "marketSegment", "agent"):
+    for member in ("channelName", "marketSegment", "agent", "ratePlan", "cancellationPolicyCode"):
         column = find(member)
         if column is not None:
             fields[member] = note(member, drafter.text_column(column))
@@ -937,11 +953,26 @@ def _reservation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
         column = find(member)
         if column is not None:
             units[member] = note(f"unitReservations.{member}", column)
+    # One row per guest: the booking is read from its main guest's row (the first by
+    # position, or the one a flag marks), the others become the unit reservation's guests.
     position = find("guestNumber", _is_count)
-    if position is not None and booking is not None and "firstName" in guest:
-        # One row per guest: the booking is read from its first guest's row, the others
-        # become the unit reservation's guests.
+    first_guest: str | None = None
+    if position is not None:
         first_guest = min(drafter.table.values(position) or ["1"], key=float)
+    else:
+        position = find("mainGuest", _is_flag)
+        if position is not None:
+            first_guest = next(
+                value
+                for value in sorted(set(drafter.table.values(position)))
+                if value.lower() in _TRUE_WORDS
+            )
+    if (
+        position is not None
+        and first_guest is not None
+        and booking is not None
+        and "firstName" in guest
+    ):
         drafter.filters.append({"column": position, "equals": first_guest})
         others = {"firstName": guest["firstName"]}
         others.update({key: guest[key] for key in ("lastName", "email", "country") if key in guest})
