@@ -29,8 +29,11 @@ def _pip(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_a_built_wheel_installs_into_a_fresh_venv_and_dg_finds_the_component(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A PYTHONPATH naming a checkout would stand in for the wheel: pip would find pms-sync
+    # installed already, and the fresh venv would import the checkout.
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     source = tmp_path / "src"
     for name in SOURCES:
         path = ROOT / name
