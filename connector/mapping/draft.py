@@ -492,7 +492,7 @@ def _with_joins(
 
 def _joined_values(url: str, select: str) -> Callable[[str], dict[str, int]]:
     def read(column: str) -> dict[str, int]:
-        return value_counts(url, select, column)
+        return value_counts(url, column, select=select)
 
     return read
 
@@ -526,26 +526,7 @@ def _sql_values(url: str, table: str) -> Callable[[str], dict[str, int]]:
     """How to read a column of a database table whole."""
 
     def read(column: str) -> dict[str, int]:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(url)
-        try:
-            quote = engine.dialect.identifier_preparer.quote
-            with engine.connect() as connection:
-                rows = connection.execute(
-                    sa.text(
-                        f"SELECT {quote(column)}, count(*) FROM {quote(table)} "
-                        f"WHERE {quote(column)} IS NOT NULL GROUP BY {quote(column)}"
-                    )
-                ).all()
-        finally:
-            engine.dispose()
-        found: Counter[str] = Counter()
-        for value, count in rows:
-            text = to_text(value)
-            if text is not None and text not in DEFAULT_NULL_VALUES:
-                found[text] += int(count)
-        return dict(found)
+        return value_counts(url, column, table=table)
 
     return read
 

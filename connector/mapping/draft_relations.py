@@ -170,15 +170,19 @@ def joined_select(
     return f"SELECT {', '.join(select)} FROM {quote(base)} b {' '.join(clauses)}"
 
 
-def value_counts(url: str, select: str, column: str) -> dict[str, int]:
-    """Each value of ``column`` of the joined rows, with how many rows hold it."""
+def value_counts(
+    url: str, column: str, *, table: str | None = None, select: str | None = None
+) -> dict[str, int]:
+    """Each value of ``column`` of a table (or of the rows ``select`` gives, its joins), with
+    how many rows hold it, as text the mapping reads."""
     engine = sa.create_engine(url)
     try:
         quote = engine.dialect.identifier_preparer.quote
+        rows_of = quote(table) if table is not None else f"({select}) q"
         with engine.connect() as connection:
             rows = connection.execute(
                 sa.text(
-                    f"SELECT v, count(*) FROM (SELECT {quote(column)} AS v FROM ({select}) q) c "
+                    f"SELECT v, count(*) FROM (SELECT {quote(column)} AS v FROM {rows_of}) c "
                     "WHERE v IS NOT NULL GROUP BY v"
                 )
             ).all()
