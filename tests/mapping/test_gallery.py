@@ -27,6 +27,7 @@ from connector.mapping.loader import _read_yaml
 from connector.records import MappedRecords
 from connector.sandbox.testing import SandboxHandle
 from tests.loop.loop_samples import mariadb_database, postgres_schema
+from tests.mapping.gallery.mews.workbook import write_workbook
 from tests.mapping.gallery.relational.schema import create
 from tests.mapping.gallery.score import Score, score, table
 
@@ -37,7 +38,7 @@ SCHEMA = jsonschema_rs.validator_for(
 
 FILE_SHAPES: dict[str, list[str]] = {
     "opera": ["arrivals.csv"],
-    "mews": ["reservations.csv"],
+    "mews": ["reservations.xlsx"],
     "apaleo": ["reservations.csv"],
     "cloudbeds": ["reservations.csv"],
     "airbnb": ["reservations.csv"],
@@ -78,6 +79,8 @@ RELATIONAL = [
 def shape_copy(tmp_path: Path, shape: str) -> Path:
     folder = tmp_path / shape
     shutil.copytree(GALLERY / shape, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    if shape == "mews":
+        write_workbook(folder)  # a workbook is written, not kept: a binary file diffs badly
     return folder
 
 
@@ -200,6 +203,22 @@ def test_month_first_and_channel_exports_map_their_own_words(tmp_path: Path) -> 
     }
     assert booking["4103958272"]["status"] == "CANCELLED"
     assert booking["4103958355"]["status"] == "no_show"
+
+
+def test_a_mews_workbook_reads_excel_dates_and_unassigned_spaces(tmp_path: Path) -> None:
+    folder = shape_copy(tmp_path, "mews")
+
+    by_id = payloads(map_records(load_mapping(folder / "mapping.yaml"))[Entity.RESERVATION])
+
+    stay = by_id["1834"]["unitReservations"][0]
+    assert (stay["checkin"], stay["checkout"], stay["unitId"]) == (
+        "2026-12-03",
+        "2026-12-06",
+        "204",
+    )
+    assert by_id["1834"]["createdAt"] == "2026-09-14T18:22:00Z"
+    assert by_id["1839"]["unitReservations"][0]["unitId"] == "Standard Single"
+    assert [i for i, p in sorted(by_id.items()) if p["status"] == "CANCELLED"] == ["1835", "1840"]
 
 
 def test_a_channel_managers_yearly_files_are_one_glob_input(tmp_path: Path) -> None:
