@@ -235,6 +235,52 @@ def test_a_channel_managers_yearly_files_are_one_glob_input(tmp_path: Path) -> N
 # ------------------------------------------------------------------------- init, scored
 
 
+def test_the_score_compares_what_members_read_not_how_they_are_written() -> None:
+    finished: dict[str, Any] = {
+        "entities": {
+            "reservation": {
+                "input": "stays",
+                "joins": [{"input": "guests", "as": "g", "on": {"id": "guest_id"}}],
+                "fields": {
+                    "id": "booking",
+                    "status": {"column": "state", "map": {"Canceled": "CANCELLED"}},
+                    "createdAt": {"column": "booked", "format": "%d.%m.%Y"},
+                    "primaryGuest": {"firstName": "g.first", "email": "g.mail"},
+                    "unitReservations": {"fields": {"unitId": {"coalesce": ["room", "type"]}}},
+                },
+            }
+        }
+    }
+    draft: dict[str, Any] = {
+        "entities": {
+            "reservation": {
+                "input": "stays",
+                "joins": [{"input": "guests", "as": "guests", "on": {"id": "guest_id"}}],
+                "fields": {
+                    "id": {"row_number": True},
+                    "status": {"column": "state", "map": {"Canceled": "CANCELLED"}},
+                    "createdAt": "booked",
+                    "primaryGuest": {"firstName": {"column": "guests.first"}},
+                    "unitReservations": {"fields": {"unitId": {"fill_in": "the room"}}},
+                },
+            }
+        }
+    }
+
+    found = score("example", draft, finished)
+
+    assert found.verdicts == {
+        "reservation.id": "wrong",
+        "reservation.status": "right",
+        "reservation.createdAt": "right",  # the format is not compared
+        "reservation.primaryGuest.firstName": "right",  # through another alias
+        "reservation.primaryGuest.email": "to fill in",
+        "reservation.unitReservations.unitId": "to fill in",
+    }
+    draft["entities"]["reservation"]["fields"]["status"] = "state"  # no cancellation mapped
+    assert score("example", draft, finished).verdicts["reservation.status"] == "wrong"
+
+
 @pytest.mark.parametrize("shape", sorted(FILE_SHAPES))
 def test_init_drafts_each_file_shape_scored_against_its_finished_mapping(
     tmp_path: Path, shape: str
