@@ -61,6 +61,8 @@ DATE_FORMATS = (
     "%d %b %Y",
     "%d %B %Y",
     "%b %d, %Y",
+    "%d-%b-%y",
+    "%d-%b-%Y",
 )
 """strptime formats tried on a date column's samples, in order (day first before month first)."""
 
@@ -74,7 +76,7 @@ _SYNONYM_TABLE = """
 id: bookingid bookingno bookingnr bookingnumber bookingref bookingreference booking
     reservationid reservationno reservationnr reservationnumber reservation resid resno resnr
     res confirmationno confirmationnumber confirmation buchungsnummer buchungsnr buchung
-    reservierungsnummer reservierung id
+    reservierungsnummer reservierung confno confnr confnumber booknumber bookno booknr id
 status: status bookingstatus reservationstatus state orderstate orderstatus bookingstate
     reservationstate currentstate
 createdAt: createdat created bookedat bookedon bookingdate bookeddate booked reservationdate
@@ -98,10 +100,11 @@ cancellationPolicyCode: cancellationpolicycode cancellationpolicy cancelpolicy
 unitId: room roomno roomnr roomnumber roomid unit unitid unitno apartment apartmentid zimmer
     zimmernr zimmernummer listing listingid flat
 unitName: roomname unitname apartmentname listingname zimmername roomnum
-unitRoomTypeName: roomtype reservedroomtype category kategorie zimmertyp
-adults: adults adult pax persons guests numberofguests erwachsene adultes personen pers
+unitRoomTypeName: roomtype reservedroomtype category kategorie zimmertyp unittype unitgroup
+    spacecategory roomcategory
+adults: adults adult pax persons guests numberofguests erwachsene adultes personen pers adl
     noofadult noofadults numberofadults adultcount nbadultes erw
-children: children child kids kinder enfants noofchild noofchildren numberofchildren
+children: children child kids kinder enfants chl noofchild noofchildren numberofchildren
     childcount nbenfants
 babies: babies baby infants infant
 checkin: arrival arrivaldate checkin checkindate from start startdate anreise anreisedatum
@@ -641,7 +644,7 @@ def _date_format(values: list[str]) -> str | None:
     if all(_ISO_DATE.match(value) for value in values):
         return ""
     for base in DATE_FORMATS:
-        for suffix in ("", " %H:%M", " %H:%M:%S"):
+        for suffix in ("", " %H:%M", " %H:%M:%S", " %I:%M %p"):
             try:
                 for value in values:
                     datetime.strptime(value, base + suffix)

@@ -58,13 +58,13 @@ RESERVATIONS = {
 }
 
 RIGHT_AT_LEAST = {
-    "opera": 5,
+    "opera": 11,
     "mews": 11,
-    "apaleo": 13,
-    "cloudbeds": 12,
+    "apaleo": 14,
+    "cloudbeds": 14,
     "airbnb": 12,
-    "booking_com": 10,
-    "channel_yearly": 10,
+    "booking_com": 14,
+    "channel_yearly": 13,
     "relational": 28,
 }
 """The members init's draft gets right per shape today: a floor, so a regression shows."""
@@ -196,6 +196,8 @@ def test_month_first_and_channel_exports_map_their_own_words(tmp_path: Path) -> 
     assert airbnb["HMCD4EFG5H"]["unitReservations"][0]["checkout"] == "2026-12-01"
     assert airbnb["HMAB2CDE3F"]["unitReservations"][0]["unitId"] == "sea-view-loft"
     assert airbnb["HMBC3DEF4G"]["status"] == "CANCELLED"
+    # Earnings written "€1,224.00": the symbol stripped, the thousands read.
+    assert airbnb["HMCD4EFG5H"]["unitReservations"][0]["price"] == 1224.0
     assert booking["4103958299"]["primaryGuest"] == {
         "firstName": "Chloé",
         "lastName": "Martin",
@@ -203,6 +205,8 @@ def test_month_first_and_channel_exports_map_their_own_words(tmp_path: Path) -> 
     }
     assert booking["4103958272"]["status"] == "CANCELLED"
     assert booking["4103958355"]["status"] == "no_show"
+    unit = booking["4103958391"]["unitReservations"][0]
+    assert (unit["price"], unit["currency"]) == (1230.0, "EUR")  # "1,230.00 EUR"
 
 
 def test_a_mews_workbook_reads_excel_dates_and_unassigned_spaces(tmp_path: Path) -> None:
