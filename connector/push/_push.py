@@ -567,7 +567,10 @@ async def _send(
     if change.account_id in result.stopped_accounts or change.account_id in (
         result.postponed_accounts
     ):
-        _settle(result, change, Outcome.PENDING)
+        if change.reason in OPTIONAL_REASONS:
+            result.resend_dropped[change.reason] += 1  # not owed: the next pass selects it
+        else:
+            _settle(result, change, Outcome.PENDING)
         return
     recorder.sending(change)
     attempts = await client.send_record(
@@ -611,6 +614,15 @@ def _record(
                 request_id=attempts.request_id,
             )
         )
+    elif attempts.delivery == Delivery.UNDELIVERED and change.reason in OPTIONAL_REASONS:
+        # A re-send of what the service acknowledged, not delivered (the deadline, a stop):
+        # not owed, dropped as a budget drops it; the next pass selects it again.
+        if attempts.postponed is not None:
+            result.postponed_accounts.setdefault(change.account_id, attempts.postponed)
+        if attempts.answer_lost_before:
+            recorder.possibly_stored(recorder.possibly_stored_of(change, attempts.request_id, now))
+        result.resend_dropped[change.reason] += 1
+        return
     elif attempts.delivery in (Delivery.UNDELIVERED, Delivery.UNCONFIRMED):
         outcome = Outcome.PENDING
         if attempts.delivery == Delivery.UNCONFIRMED:

@@ -86,3 +86,31 @@ def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
     assert document["outcomes"]["pending"] == 0
     assert sum(document["resend"]["dropped_by_budget"].values()) > 0
     assert document["resend"]["acknowledged"]["reconcile"] > 0
+
+
+@pytest.mark.slow
+def test_a_deadline_within_the_units_resends_drops_them_and_their_stays_resends(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
+    first = start_sync(mapping, env)
+    first.communicate(timeout=60)
+    assert first.returncode == 0
+    # The units' re-sends take the pass's first 10 s: a 1 s deadline falls among them, with
+    # requests in flight the client then gives up. Nothing of it is owed: the run succeeds.
+    service.set_faults(latency_ms=1000)
+    run = start_sync(mapping, env, "--reconcile", "--max-duration", "1")
+    out, err = run.communicate(timeout=60)
+
+    assert run.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
+    document = document_of(out)
+    assert document["status"] == "succeeded"
+    assert document["outcomes"]["pending"] == 0
+    assert document["held_back_total"] == 0
+    assert sum(document["unsent_by_urgency"].values()) == 0
+    assert sum(document["resend"]["dropped_by_budget"].values()) > 0
+    service.set_faults()
+    # The next reconciliation, without a deadline, re-sends everything again and succeeds.
+    again = start_sync(mapping, env, "--reconcile")
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err.decode()[-2000:]
