@@ -166,18 +166,11 @@ def split_source_rows(source_rows: pd.Series) -> tuple[pd.Series, pd.Series]:
     gives "all_2022.csv" and "14; all_2023.csv:51"): the quarantine's ``input`` and ``rows``, which
     read back as ``input:rows``. A text without a colon is all input and no rows."""
     text = source_rows.astype("string")
-    # A file name may hold ":" itself: the last colon before the first further file is taken.
-    first = text.str.split("; ", n=1).str[0].str.rpartition(":")
-    has_rows = (first[1] == ":").fillna(False)
-    source = first[0].where(has_rows, text)
-    rows = pd.Series(
-        [
-            whole[len(head) + 1 :] if found and isinstance(whole, str) else ""
-            for whole, head, found in zip(text, source, has_rows, strict=True)
-        ],
-        index=source_rows.index,
-        dtype="string",
-    )
+    # Greedy up to the last colon of the first file's part: a file name may hold ":" itself.
+    parts = text.str.extract(r"^(?P<source>[^;]*):(?P<rows>[^:;]*(?:; .*)?)$")
+    found = parts["source"].notna()
+    source = parts["source"].where(found, text)
+    rows = parts["rows"].where(found, "").astype("string")
     return source, rows
 
 

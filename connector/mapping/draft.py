@@ -17,7 +17,7 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -1020,11 +1020,27 @@ def _accommodation(table: ExportTable) -> tuple[dict[str, Any], _Drafter]:
     return fields, drafter
 
 
+def _texts(node: Any) -> Iterator[str]:
+    """Every string of a drafted member tree (column names, templates, map keys)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _texts(key)
+            yield from _texts(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+
+
 def _used_joins(joins: list[dict[str, Any]], fields: dict[str, Any]) -> list[dict[str, Any]]:
     """The joins the fields read a column of, and those their keys go through."""
-    text = repr(fields)
+    texts = list(_texts(fields))
     needed = {
-        join["as"] for join in joins if f"'{join['as']}." in text or f"{{{join['as']}." in text
+        join["as"]
+        for join in joins
+        for text in texts
+        if text.startswith(f"{join['as']}.") or f"{{{join['as']}." in text  # column, template
     }
     for join in reversed(joins):  # a join's key may name an earlier join's column
         if join["as"] in needed:

@@ -124,11 +124,6 @@ def joins_from(
     return joins
 
 
-def referenced_by(table: str, refs: dict[str, list[Reference]]) -> list[str]:
-    """The tables with a foreign key to ``table``."""
-    return [name for name, found in refs.items() if any(r.referred == table for r in found)]
-
-
 def link_table(
     refs: dict[str, list[Reference]], tables: Iterable[str]
 ) -> tuple[str, str, str] | None:

@@ -484,7 +484,7 @@ async def _push_phase(
     async def worker() -> None:
         for change in changes:
             if stop.requested:
-                _left_by_stop(result, change)
+                _left_unsent(result, change)
                 progress.advance()
                 return
             if not gate.take():
@@ -524,13 +524,14 @@ async def _push_phase(
     workers = [worker() for _ in range(min(options.concurrency, count) or 1)]
     await stop.run_workers(workers, grace_s=client.config.read_timeout)
     for change in changes:  # left by a stop
-        _left_by_stop(result, change)
+        _left_unsent(result, change)
         progress.advance()
 
 
-def _left_by_stop(result: PushResult, change: _Change) -> None:
-    """A change a stop left unsent: pending, or dropped if only an optional re-send (as a
-    budget drops it: not owed, the next run selects it again)."""
+def _left_unsent(result: PushResult, change: _Change) -> None:
+    """A change a stop, the deadline or its account's postponement left unsent: pending, or
+    dropped if only an optional re-send (as a budget drops it: not owed, the next run selects
+    it again)."""
     if change.reason in OPTIONAL_REASONS:
         result.resend_dropped[change.reason] += 1
     else:
@@ -567,10 +568,7 @@ async def _send(
     if change.account_id in result.stopped_accounts or change.account_id in (
         result.postponed_accounts
     ):
-        if change.reason in OPTIONAL_REASONS:
-            result.resend_dropped[change.reason] += 1  # not owed: the next pass selects it
-        else:
-            _settle(result, change, Outcome.PENDING)
+        _left_unsent(result, change)
         return
     recorder.sending(change)
     attempts = await client.send_record(
@@ -614,24 +612,18 @@ def _record(
                 request_id=attempts.request_id,
             )
         )
-    elif attempts.delivery == Delivery.UNDELIVERED and change.reason in OPTIONAL_REASONS:
-        # A re-send of what the service acknowledged, not delivered (the deadline, a stop):
-        # not owed, dropped as a budget drops it; the next pass selects it again.
+    elif attempts.delivery in (Delivery.UNDELIVERED, Delivery.UNCONFIRMED):
         if attempts.postponed is not None:
             result.postponed_accounts.setdefault(change.account_id, attempts.postponed)
         if attempts.answer_lost_before:
             recorder.possibly_stored(recorder.possibly_stored_of(change, attempts.request_id, now))
-        result.resend_dropped[change.reason] += 1
-        return
-    elif attempts.delivery in (Delivery.UNDELIVERED, Delivery.UNCONFIRMED):
+        if attempts.delivery == Delivery.UNDELIVERED and change.reason in OPTIONAL_REASONS:
+            _left_unsent(result, change)  # cut short by the deadline or a stop: not owed
+            return
         outcome = Outcome.PENDING
         if attempts.delivery == Delivery.UNCONFIRMED:
             result.unconfirmed += 1
             result.checkin_tally(change)["unconfirmed"] += 1
-        if attempts.postponed is not None:
-            result.postponed_accounts.setdefault(change.account_id, attempts.postponed)
-        if attempts.answer_lost_before:
-            recorder.possibly_stored(recorder.possibly_stored_of(change, attempts.request_id, now))
     else:
         outcome = Outcome.FAILED
         if attempts.delivery == Delivery.UNAUTHORIZED:

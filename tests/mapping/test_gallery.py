@@ -7,17 +7,14 @@ to fill in: tests/mapping/gallery/score.py), and the finished mappings sync to t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 import pytest
-import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
 from connector.cli import main
@@ -26,9 +23,8 @@ from connector.mapping import load_mapping, map_records
 from connector.mapping.loader import _read_yaml
 from connector.records import MappedRecords
 from connector.sandbox.testing import SandboxHandle
-from tests.loop.loop_samples import mariadb_database, postgres_schema
 from tests.mapping.gallery.mews.workbook import write_workbook
-from tests.mapping.gallery.relational.schema import create
+from tests.mapping.gallery.relational.schema import booking_database
 from tests.mapping.gallery.score import Score, score, table
 
 GALLERY = Path(__file__).parent / "gallery"
@@ -297,28 +293,6 @@ def test_init_drafts_each_file_shape_scored_against_its_finished_mapping(
 
 
 # --------------------------------------------------------------------------- relational
-
-
-@contextlib.contextmanager
-def booking_database(kind: str, tmp_path: Path) -> Iterator[str]:
-    """The gallery's booking schema with its rows in a fresh database of ``kind``: its URL."""
-    if kind == "sqlite":
-        url = f"sqlite:///{tmp_path / 'hotel.db'}"
-        create(url)
-        yield url
-    elif kind == "postgresql":
-        with postgres_schema() as (server, schema):
-            rendered = (
-                sa.engine.make_url(server)
-                .update_query_dict({"options": f"-csearch_path={schema}"})
-                .render_as_string(hide_password=False)
-            )
-            create(rendered)
-            yield rendered
-    else:
-        with mariadb_database() as url:
-            create(url)
-            yield url
 
 
 @pytest.mark.parametrize("kind", RELATIONAL)

@@ -7,10 +7,8 @@ the tables they name, and once its three secrets are filled in maps every row, w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from click.testing import CliRunner
 from connector.cli import main
 from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
-from tests.loop.loop_samples import mariadb_database, postgres_schema
+from tests.mapping.gallery.relational.schema import booking_database
 
 TABLES = [
     "CREATE TABLE countries (id INT PRIMARY KEY, iso_code VARCHAR(2), name VARCHAR(60))",
@@ -67,37 +65,6 @@ ROWS = [
 ]
 
 
-@contextlib.contextmanager
-def booking_database(kind: str, tmp_path: Path) -> Iterator[str]:
-    """The schema and its rows in a database of ``kind``: its URL."""
-    if kind == "sqlite":
-        url = f"sqlite:///{tmp_path / 'hotel.db'}"
-        _create(url)
-        yield url
-    elif kind == "postgresql":
-        with postgres_schema() as (server, schema):
-            url = sa.engine.make_url(server).update_query_dict(
-                {"options": f"-csearch_path={schema}"}
-            )
-            rendered = url.render_as_string(hide_password=False)
-            _create(rendered)
-            yield rendered
-    else:
-        with mariadb_database() as url:
-            _create(url)
-            yield url
-
-
-def _create(url: str) -> None:
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as connection:
-            for statement in [*TABLES, *ROWS]:
-                connection.execute(sa.text(statement))
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize(
     "kind",
     [
@@ -110,7 +77,7 @@ def test_init_drafts_a_relational_schema_through_its_foreign_keys(
     tmp_path: Path, kind: str
 ) -> None:
     out = tmp_path / "mapping.yaml"
-    with booking_database(kind, tmp_path) as url:
+    with booking_database(kind, tmp_path, [*TABLES, *ROWS]) as url:
         result = CliRunner().invoke(
             main, ["init", url, "--out", str(out), "--account", "demo", "--json"]
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stop_samples import (
@@ -64,27 +65,40 @@ def test_max_duration_is_the_runs_deadline_the_push_stops_cleanly_at_it(
     converges(service, mapping, acknowledged, source)
 
 
-@pytest.mark.slow
-def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
-    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def reconcile_with_deadline(
+    service: SandboxHandle,
+    snapshot_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    max_duration: str,
+) -> tuple[Path, dict[str, str], dict[str, Any]]:
+    """A first sync, then a reconciliation at 1 s a request under ``max_duration``: its
+    document, once it exited 0 (re-sends are not owed: what the deadline left is dropped)."""
     mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
     first = start_sync(mapping, env)
     first.communicate(timeout=60)
     assert first.returncode == 0
-    # The pass re-sends every record (≈ 25 s, each answer within the read timeout: the units
-    # in its first 10 s); the deadline leaves the process's start-up, slow on a loaded
-    # machine (past 7 s seen), the units' re-sends, and part of the stays'.
     service.set_faults(latency_ms=1000)
-    run = start_sync(mapping, env, "--reconcile", "--max-duration", "20")
+    run = start_sync(mapping, env, "--reconcile", "--max-duration", max_duration)
     out, err = run.communicate(timeout=60)
-
-    # Re-sends are not owed: what the deadline left, the next reconciliation resumes.
-    assert run.returncode == 0, err.decode()[-2000:]
+    service.set_faults()
+    assert run.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
     document = document_of(out)
     assert document["status"] == "succeeded"
     assert document["outcomes"]["pending"] == 0
     assert sum(document["resend"]["dropped_by_budget"].values()) > 0
+    return mapping, env, document
+
+
+@pytest.mark.slow
+def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
+    service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pass re-sends every record (≈ 25 s, each answer within the read timeout: the units
+    # in its first 10 s); the deadline leaves the process's start-up, slow on a loaded
+    # machine (past 7 s seen), the units' re-sends, and part of the stays'.
+    _, _, document = reconcile_with_deadline(service, snapshot_file, tmp_path, monkeypatch, "20")
+
     assert document["resend"]["acknowledged"]["reconcile"] > 0
 
 
@@ -92,25 +106,15 @@ def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
 def test_a_deadline_within_the_units_resends_drops_them_and_their_stays_resends(
     service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
-    first = start_sync(mapping, env)
-    first.communicate(timeout=60)
-    assert first.returncode == 0
     # The units' re-sends take the pass's first 10 s: a 1 s deadline falls among them, with
-    # requests in flight the client then gives up. Nothing of it is owed: the run succeeds.
-    service.set_faults(latency_ms=1000)
-    run = start_sync(mapping, env, "--reconcile", "--max-duration", "1")
-    out, err = run.communicate(timeout=60)
+    # requests in flight the client then gives up. Nothing of it is owed.
+    mapping, env, document = reconcile_with_deadline(
+        service, snapshot_file, tmp_path, monkeypatch, "1"
+    )
 
-    assert run.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
-    document = document_of(out)
-    assert document["status"] == "succeeded"
-    assert document["outcomes"]["pending"] == 0
     assert document["held_back_total"] == 0
     assert sum(document["unsent_by_urgency"].values()) == 0
-    assert sum(document["resend"]["dropped_by_budget"].values()) > 0
-    service.set_faults()
     # The next reconciliation, without a deadline, re-sends everything again and succeeds.
     again = start_sync(mapping, env, "--reconcile")
-    out, err = again.communicate(timeout=120)
+    _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err.decode()[-2000:]

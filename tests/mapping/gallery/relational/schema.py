@@ -4,7 +4,13 @@ countries and order states, with foreign keys, created in any database SQLAlchem
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
 import sqlalchemy as sa
+
+from tests.loop.loop_samples import mariadb_database, postgres_schema
 
 TABLES = [
     "CREATE TABLE countries (id INT PRIMARY KEY, iso_code VARCHAR(2), name VARCHAR(60))",
@@ -66,12 +72,37 @@ ROWS = [
 ]
 
 
-def create(url: str) -> None:
-    """The schema and its rows in the (empty) database at ``url``."""
+def create(url: str, statements: Sequence[str] = (*TABLES, *ROWS)) -> None:
+    """The schema and its rows (or other ``statements``) in the empty database at ``url``."""
     engine = sa.create_engine(url)
     try:
         with engine.begin() as connection:
-            for statement in [*TABLES, *ROWS]:
+            for statement in statements:
                 connection.execute(sa.text(statement))
     finally:
         engine.dispose()
+
+
+@contextlib.contextmanager
+def booking_database(
+    kind: str, tmp_path: Path, statements: Sequence[str] = (*TABLES, *ROWS)
+) -> Iterator[str]:
+    """``statements`` (the gallery's schema and rows) run in a fresh database of ``kind``
+    (sqlite, postgresql, mariadb): its URL."""
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'hotel.db'}"
+        create(url, statements)
+        yield url
+    elif kind == "postgresql":
+        with postgres_schema() as (server, schema):
+            rendered = (
+                sa.engine.make_url(server)
+                .update_query_dict({"options": f"-csearch_path={schema}"})
+                .render_as_string(hide_password=False)
+            )
+            create(rendered, statements)
+            yield rendered
+    else:
+        with mariadb_database() as url:
+            create(url, statements)
+            yield url
