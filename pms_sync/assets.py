@@ -19,16 +19,17 @@ from datetime import timedelta
 import dagster as dg
 from pydantic import Field
 
-from connector.client import ServiceUnreachableError
+from connector.client import RunStop, ServiceUnreachableError
 from connector.contract import Entity
 from connector.errors import PmsSyncError
 from connector.pipeline import (
     RunConditions,
     RunOutcome,
     SyncReport,
+    SyncRequest,
     load_batches,
     report_within,
-    sync_batches,
+    sync_request,
     verdict_for,
     verdict_of,
 )
@@ -389,11 +390,9 @@ def _sync(
     accounts = accounts_of_run(context, connection)
     # A run of the <connection>_reconcile schedule continues the full reconciliation pass.
     reconcile = context.run.tags.get(RECONCILE_TAG) == "1"
-    return sync_batches(
-        {batch.entity: batch.records},
+    request = SyncRequest.of(
         service.settings(snapshot, reconcile=reconcile),
-        policy=batch.policy,
-        mapping=str(connection.path),
+        connection.path,
         window=batch.window,
         guard=GuardRules.from_mapping(connection.mapping),
         allow_mass_change=sync_checks.allow_mass_change,
@@ -402,6 +401,9 @@ def _sync(
         by_checkin=by_checkin,
         accounts=accounts,
     )
+    stop = RunStop(request.settings.push.budget.max_duration_s)
+    with stop.signals_handled():
+        return sync_request({batch.entity: batch.records}, batch.policy, request, stop)
 
 
 def _guarded_sync(

@@ -1,7 +1,8 @@
 """What one run is asked to do, beside the settings: one value every stage of the run reads.
 
-Built in one place, ``SyncRequest.of``: the CLI builds it and passes it whole; ``run_sync``,
-``plan_sync`` and ``sync_batches`` build it from their keyword arguments the same way.
+Built in one place, ``SyncRequest.of``: the CLI and the Dagster assets build it and pass it
+whole; the library's ``run_sync``, ``plan_sync`` and ``sync_batches`` build it from their
+keyword arguments the same way.
 """
 
 from __future__ import annotations
