@@ -30,24 +30,20 @@ from connector.pipeline import (
     load_batches,
     report_within,
     sync_request,
-    verdict_for,
     verdict_of,
 )
-from connector.plan import format_duration
 from connector.push import Outcome
 from connector.records import DateWindow, MappedRecords
 from connector.safety.approvals import HeldWork
 from connector.safety.guard import GuardRules
 from connector.snapshot import is_database_url
 from pms_sync.account_partitions import run_accounts
-from pms_sync.check_text import dead_letter_description, dead_letter_metadata
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome
 from pms_sync.metadata import (
     RUN_LEVEL_SYNC_KEYS,
     mapped_metadata,
-    markdown_table,
     masked_text,
     run_sync_metadata,
     sync_metadata,
@@ -70,7 +66,6 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.safety import (
-    anomaly_check_spec,
     anomaly_result,
     blocked_failure,
     current_counts,
@@ -78,6 +73,7 @@ from pms_sync.safety import (
 )
 from pms_sync.schedules import RECONCILE_TAG
 from pms_sync.storage import OPTIONAL_INPUT
+from pms_sync.sync_checks import sync_check_results, sync_check_specs
 
 SNAPSHOT_POOL = "pms_sync_snapshot"
 """Every step that opens the DuckDB snapshot runs in this pool; its limit is 1 (dagster.yaml)."""
@@ -121,13 +117,6 @@ class ExportFilesConfig(dg.Config):
             "the export that landed). Inputs of the mapping not named here read their own path."
         ),
     )
-
-
-CHECK_NO_NEW_DEAD_LETTERS = "no_new_dead_letters"
-CHECK_UPCOMING_SENT = "upcoming_arrivals_sent"
-CHECK_ACCOUNTS_AUTHENTICATED = "accounts_authenticated"
-CHECK_ANSWERS_AGREE = "service_answers_agree"
-CHECK_DRIFT_HEALED = "drift_healed"
 
 
 @dataclass(frozen=True)
@@ -326,58 +315,6 @@ def _mapped_reservations(
 # -- syncing ------------------------------------------------------------------------------
 
 
-def _sync_check_specs(
-    key: dg.AssetKey, entity: Entity, partitions: dg.PartitionsDefinition | None = None
-) -> list[dg.AssetCheckSpec]:
-    # Checks of the partitioned reservations are partitioned too: one result per month.
-    specs = [
-        dg.AssetCheckSpec(
-            CHECK_NO_NEW_DEAD_LETTERS,
-            asset=key,
-            partitions_def=partitions,
-            description="The service refused no record in this sync (400/403 → dead letters).",
-        ),
-        dg.AssetCheckSpec(
-            CHECK_ACCOUNTS_AUTHENTICATED,
-            asset=key,
-            partitions_def=partitions,
-            description="The service accepted the credentials of every account of the export.",
-        ),
-        dg.AssetCheckSpec(
-            CHECK_ANSWERS_AGREE,
-            asset=key,
-            partitions_def=partitions,
-            description=(
-                "Every answer of the service confirmed what was sent: no 2xx without the "
-                "documented body, no counts that contradict the request (docs/decisions.md)."
-            ),
-        ),
-        dg.AssetCheckSpec(
-            CHECK_DRIFT_HEALED,
-            asset=key,
-            description=(
-                "No drift left open at the service: records the service lost or holds in "
-                "another version, as its answers revealed them, were re-sent (docs/drift.md). "
-                "Counts drift found and healed per account."
-            ),
-        ),
-        anomaly_check_spec(key, partitions),
-    ]
-    if entity == Entity.RESERVATION:
-        specs.append(
-            dg.AssetCheckSpec(
-                CHECK_UPCOMING_SENT,
-                asset=key,
-                partitions_def=partitions,
-                description=(
-                    "Every change of an upcoming arrival (or a stay in progress) reached the "
-                    "service; those a budget or the rate limits left behind are counted."
-                ),
-            )
-        )
-    return specs
-
-
 def _sync(
     context: dg.AssetExecutionContext,
     connection: Connection,
@@ -451,124 +388,6 @@ def stopped_message(report: SyncReport) -> str:
     )
 
 
-def _check_results(
-    key: dg.AssetKey, report: SyncReport, refused: dict[str, str], entity: Entity
-) -> list[dg.AssetCheckResult]:
-    dead = report.outcomes[str(Outcome.DEAD_LETTERED)]
-    results = [
-        dg.AssetCheckResult(
-            asset_key=key,
-            check_name=CHECK_NO_NEW_DEAD_LETTERS,
-            passed=dead == 0,
-            severity=check_severity(RunOutcome.DEAD_LETTERED),
-            description=dead_letter_description(dead, report.push.problems),
-            metadata={
-                "dead_lettered": dg.MetadataValue.int(dead),
-                **dead_letter_metadata(report.push.problems),
-            },
-        ),
-        dg.AssetCheckResult(
-            asset_key=key,
-            check_name=CHECK_ACCOUNTS_AUTHENTICATED,
-            passed=not refused,
-            severity=check_severity(RunOutcome.AUTHENTICATION),
-            metadata={
-                "accounts_refused": dg.MetadataValue.int(len(refused)),
-                "refused": dg.MetadataValue.text(", ".join(sorted(refused)) or "none"),
-            },
-        ),
-    ]
-    results.append(_answers_agree_result(key, report))
-    results.append(_drift_healed_result(key, report, entity))
-    if entity == Entity.RESERVATION:
-        results.append(_upcoming_sent_result(key, report))
-    return results
-
-
-def _answers_agree_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheckResult:
-    disagreements = report.push.disagreements
-    unconfirmed = report.push.unconfirmed
-    first = disagreements[0] if disagreements else None
-    return dg.AssetCheckResult(
-        asset_key=key,
-        check_name=CHECK_ANSWERS_AGREE,
-        passed=not disagreements and not unconfirmed,
-        # The service may hold something else than the snapshot says: an operator looks.
-        severity=check_severity(RunOutcome.DISAGREED),
-        description=(
-            f"{len(disagreements)} answer(s) contradict the request, {unconfirmed} 2xx "
-            "answer(s) were not the documented body"
-            + (
-                f"; first: {first.account_id}/{first.record_id}: {first.detail} "
-                f"(x-request-id {first.request_id or '-'})"
-                if first
-                else ""
-            )
-            if disagreements or unconfirmed
-            else None
-        ),
-        metadata={
-            "disagreements": dg.MetadataValue.int(len(disagreements)),
-            "unconfirmed": dg.MetadataValue.int(unconfirmed),
-        },
-    )
-
-
-def _drift_healed_result(
-    key: dg.AssetKey, report: SyncReport, entity: Entity
-) -> dg.AssetCheckResult:
-    drift = report.drift_json()
-    rows = [row for row in drift["by_account"] if row["entity"] == str(entity)]
-    still_open = sum(row["open"] for row in rows)
-    return dg.AssetCheckResult(
-        asset_key=key,
-        check_name=CHECK_DRIFT_HEALED,
-        passed=still_open == 0,
-        # The next run re-sends what is open: a warning, an operator may want to know who
-        # changes records at the service.
-        severity=dg.AssetCheckSeverity.WARN,
-        description=(
-            f"{still_open} record(s) with drift left open, re-sent by the next run"
-            if still_open
-            else None
-        ),
-        metadata={
-            "drift_found": dg.MetadataValue.int(sum(row["found"] for row in rows)),
-            "drift_healed": dg.MetadataValue.int(sum(row["healed"] for row in rows)),
-            "drift_open": dg.MetadataValue.int(still_open),
-            "by_account": dg.MetadataValue.md(
-                masked_text(
-                    markdown_table(
-                        ("account", "found", "healed", "open"),
-                        (
-                            (row["account_id"], row["found"], row["healed"], row["open"])
-                            for row in rows
-                        ),
-                    )
-                )
-            ),
-        },
-    )
-
-
-def _upcoming_sent_result(key: dg.AssetKey, report: SyncReport) -> dg.AssetCheckResult:
-    # A warning an operator can alert on: the next run sends them first, but a guest
-    # arriving before that run gets no check-in link.
-    unsent = int(report.push.unsent.get("upcoming", 0))
-    upcoming = next(row for row in report.backlog if row.urgency == "upcoming")
-    return dg.AssetCheckResult(
-        asset_key=key,
-        check_name=CHECK_UPCOMING_SENT,
-        passed=unsent == 0,
-        severity=dg.AssetCheckSeverity.WARN,
-        description=f"{unsent} upcoming arrivals still unsent" if unsent else None,
-        metadata={
-            "upcoming_unsent": dg.MetadataValue.int(unsent),
-            "eta": dg.MetadataValue.text(format_duration(upcoming.eta_s)),
-        },
-    )
-
-
 def _specs_by_key(context: dg.AssetExecutionContext) -> dict[dg.AssetCheckKey, dg.AssetCheckSpec]:
     return {spec.key: spec for spec in context.assets_def.check_specs}
 
@@ -601,13 +420,6 @@ def _may_retry(context: dg.AssetExecutionContext, window_s: float) -> tuple[bool
     elapsed = time.time() - min(starts) if starts else 0.0
     delay = float(SYNC_RETRY.calculate_delay(context.retry_number + 1))
     return elapsed + delay <= window_s, elapsed
-
-
-def check_severity(outcome: RunOutcome) -> dg.AssetCheckSeverity:
-    """The severity of the check that reports ``outcome`` (``connector.pipeline.VERDICTS``)."""
-    severity = verdict_for(outcome).severity
-    assert severity is not None, f"no check reports {outcome}"
-    return dg.AssetCheckSeverity(str(severity))
 
 
 def _raise_for_verdict(
@@ -718,7 +530,7 @@ def _synced_accommodations(
         pool=pool,
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
-        check_specs=_sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
+        check_specs=sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
         description=(
             f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
             "service: new units created, changed ones updated, units gone from a full export "
@@ -755,7 +567,9 @@ def _synced_accommodations(
             ),
             metadata=sync_metadata(report, str(Entity.ACCOMMODATION)),
             check_results=[
-                *_check_results(keys.synced_accommodations, report, refused, Entity.ACCOMMODATION),
+                *sync_check_results(
+                    keys.synced_accommodations, report, refused, Entity.ACCOMMODATION
+                ),
                 anomaly_result(
                     keys.synced_accommodations,
                     report,
@@ -807,7 +621,7 @@ def _synced_reservations(
         pool=pool,
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
-        check_specs=_sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
+        check_specs=sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
             "acknowledged by the service: created, updated, and (if the mapping says so) future "
@@ -883,7 +697,7 @@ def _synced_reservations(
             by_partition[partition] = metadata
             past = partition_history(context, key, partition, sync_checks.anomaly_history_runs)
             checked = [
-                *_check_results(key, part, _refused(part), Entity.RESERVATION),
+                *sync_check_results(key, part, _refused(part), Entity.RESERVATION),
                 anomaly_result(key, part, str(Entity.RESERVATION), snapshot, sync_checks, past),
             ]
             results += [(partition, result) for result in checked]

@@ -7,7 +7,7 @@ warns about reservations that reference a unit neither this run nor the snapshot
 ``cancellations_sent_as_cancelled`` fails (not blocking: the records are already quarantined)
 when a reservation status means cancelled in the PMS's words but is not ``CANCELLED``.
 The checks of the sync assets (no new dead letters, accounts authenticated) are computed from
-the sync's own report in ``pms_sync/assets.py``.
+the sync's own report in ``pms_sync/sync_checks.py``.
 """
 
 import json
@@ -21,13 +21,14 @@ import pandas as pd
 from connector.contract import Entity
 from connector.pipeline import RunOutcome
 from connector.records import MappedRecords, is_status_finding, status_findings, status_message
-from pms_sync.assets import SNAPSHOT_POOL, check_severity, connection_keys, entities_of
+from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
 from pms_sync.partition_reports import partition_check_events, partition_scopes, scoped_records
 from pms_sync.resources import SnapshotResource, SyncChecksResource
 from pms_sync.storage import OPTIONAL_INPUT
+from pms_sync.sync_checks import check_severity
 
 CHECK_QUARANTINE = "quarantine_below_threshold"
 CHECK_UNIT_IDS = "unit_ids_known"
