@@ -31,7 +31,7 @@ def test_a_retry_after_past_the_deadline_postpones_the_accounts_at_once(
     out, err = run.communicate(timeout=60)
 
     assert run.returncode == 7, err.decode()[-2000:]
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 50  # at once: far from the Retry-After, load allowed
     document = document_of(out)
     assert document["status"] == "stopped"
     assert set(document["postponed_accounts"]) == {"demo", "hotel-a"}
@@ -49,10 +49,10 @@ def test_max_duration_is_the_runs_deadline_the_push_stops_cleanly_at_it(
 ) -> None:
     mapping, env = prepare(service, snapshot_file, tmp_path, monkeypatch)
     source = source_of(mapping)
-    # About 25 s of push at 4 requests in flight: a 10 s deadline counted from the start leaves
-    # the process's start-up (slow on a loaded machine) and some of the push, never all of it.
+    # About 25 s of push at 4 requests in flight: a 15 s deadline counted from the start leaves
+    # the process's start-up (past 9 s on a loaded machine) and some of the push, never all.
     service.set_faults(latency_ms=1000)
-    run = start_sync(mapping, env, "--max-duration", "10")
+    run = start_sync(mapping, env, "--max-duration", "15")
     out, err = run.communicate(timeout=60)
 
     assert run.returncode == 7, err.decode()[-2000:]
@@ -90,7 +90,14 @@ def reconcile_with_deadline(
     return mapping, env, document
 
 
+# What a deadline leaves of a pass's re-sends is the plan's and the push's accounting, above the
+# snapshot: these run on DuckDB only. Stops on both backends: test_graceful_stop.py, the two
+# tests above and tests/snapshot/test_backend_contract.py.
+duckdb_only = pytest.mark.parametrize("snapshot_location", ["duckdb"], indirect=True)
+
+
 @pytest.mark.slow
+@duckdb_only
 def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
     service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +110,7 @@ def test_at_the_deadline_a_reconciliations_resends_left_are_dropped_not_pending(
 
 
 @pytest.mark.slow
+@duckdb_only
 def test_a_deadline_within_the_units_resends_drops_them_and_their_stays_resends(
     service: SandboxHandle, snapshot_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
