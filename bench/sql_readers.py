@@ -25,6 +25,7 @@ from typing import Any
 from bench.data import ROOT, prepare
 from bench.sql_data import MARIADB_URL, POSTGRES_URL, prepare_sql
 
+NULLS = {"", "NULL", "null", "N/A", "n/a"}  # a mapping's default null_values
 CANDIDATES = {
     "postgresql": ("sqlalchemy", "adbc", "connectorx", "copy"),
     "mariadb": ("sqlalchemy", "connectorx"),
@@ -77,18 +78,30 @@ def read_once(database: str, candidate: str, size: int) -> dict[str, Any]:
             reader = "sqlalchemy" if candidate == "sqlalchemy" else "auto"
             rows = SqlSource("bookings", url, table=table, reader=reader).load_into(connection, "t")
         elif candidate == "connectorx":
+            # connectorx's batches through pms-sync's own insert (blank texts made NULL).
             import connectorx as cx
+
+            from connector.sources.base import create_text_table
+            from connector.sources.sql_source import _insert_sql, _numbered
 
             uri = (
                 url.replace("postgresql+psycopg", "postgresql")
                 if database == "postgresql"
                 else f"sqlite://{_sqlite_file(size)}"
             )
-            arrow = cx.read_sql(uri, f"SELECT * FROM {table}", return_type="arrow")  # noqa: F841
-            rows = connection.execute("CREATE TABLE t AS SELECT * FROM arrow").fetchone() or [0]
+            stream = cx.read_sql(
+                uri, f"SELECT * FROM {table}", return_type="arrow_stream", batch_size=50_000
+            )
+            width = len(stream.schema)
+            create_text_table(connection, "t", [f"c{index}" for index in range(width)])
+            batches = (batch.columns for batch in stream)
+            connection.register("_pms_sync_arrow_rows", _numbered(batches, width, []))
+            connection.execute(_insert_sql("t", width, "bookings", NULLS))
             rows = connection.execute("SELECT count(*) FROM t").fetchone()[0]  # type: ignore[index]
-        else:  # copy
+        else:  # copy: PostgreSQL's CSV text, read by DuckDB's CSV reader as CSV inputs are
             import psycopg
+
+            from connector.sources.base import text_column_sql
 
             with tempfile.NamedTemporaryFile(suffix=".csv") as spool:
                 with psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as pg:
@@ -99,8 +112,17 @@ def read_once(database: str, candidate: str, size: int) -> dict[str, Any]:
                         for block in copy:
                             spool.write(block)
                 spool.flush()
+                names = [
+                    row[0]
+                    for row in connection.execute(
+                        f"DESCRIBE SELECT * FROM read_csv('{spool.name}', all_varchar=true)"
+                    ).fetchall()
+                ]
+                texts = ", ".join(text_column_sql(name) for name in names)
+                nulls = ", ".join(f"'{value}'" for value in sorted(NULLS))
                 connection.execute(
-                    f"CREATE TABLE t AS SELECT * FROM read_csv('{spool.name}', all_varchar=true)"
+                    f"CREATE TABLE t AS SELECT {texts}, row_number() OVER () AS _row FROM "
+                    f"read_csv('{spool.name}', all_varchar=true, nullstr=[{nulls}])"
                 )
             rows = connection.execute("SELECT count(*) FROM t").fetchone()[0]  # type: ignore[index]
     return {

@@ -13,7 +13,7 @@ and only newer rows are read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -169,26 +169,34 @@ class SqlSource(Source):
     def _load_arrow(
         self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str]
     ) -> int:
+        """One INSERT over the stream of the Arrow reader's batches: DuckDB pulls them and
+        makes blanks and null_values NULL on all its threads, and a failed read leaves the
+        table empty, so the SQLAlchemy reader can start over."""
         sql, _ = self._select(None)
         quote = self.engine.dialect.identifier_preparer.quote
         create_text_table(connection, table, columns)
-        total = 0
+        failure: list[BaseException] = []
         try:
             with read_arrow(self.engine.url, sql, quote, columns, self.chunk_size) as batches:
-                for texts in batches:
-                    total += _insert_texts(
-                        connection, table, texts, self.describe(), total, self.null_values
-                    )
+                stream = _numbered(batches, len(columns), failure)
+                connection.register("_pms_sync_arrow_rows", stream)
+                try:
+                    ((total,),) = connection.execute(
+                        _insert_sql(table, len(columns), self.describe(), self.null_values)
+                    ).fetchall()
+                except duckdb.Error:
+                    if not failure:
+                        raise
+                finally:
+                    connection.unregister("_pms_sync_arrow_rows")
+            if failure:
+                raise failure[0]
         except (Unsupported, duckdb.Error):
             raise
         except Exception as error:
-            if total == 0:
-                # Nothing was read: the SQLAlchemy reader tries, and reports its own error.
-                raise Unsupported(_first_text(error)) from None
-            raise SourceError(
-                f"cannot read from {safe_url(self.url)}: {_first_text(error)}", source=self.name
-            ) from None
-        return total
+            # The SQLAlchemy reader tries, and reports its own error if it fails too.
+            raise Unsupported(_first_text(error)) from None
+        return int(total)
 
     def max_cursor(self, since: Any = None) -> Any:
         """The largest cursor value now in the source: what the caller passes as since next time."""
@@ -228,27 +236,37 @@ def _anchor_sqlite_path(url: str, base_dir: Path) -> str:
     )
 
 
-def _insert_texts(
-    connection: duckdb.DuckDBPyConnection,
-    table: str,
-    texts: Sequence[Any],
-    label: str,
-    start: int,
-    null_values: set[str],
-) -> int:
-    """Append one batch of text columns, rows numbered on from ``start``: the input's
-    null_values and blank texts become NULL in SQL, as ``insert_frames`` makes them."""
+def _numbered(batches: Iterator[list[Any]], width: int, failure: list[BaseException]) -> Any:
+    """The text columns as one Arrow stream, with each row's number from 1; an error of the
+    driver is kept in ``failure`` (DuckDB would report it as its own)."""
     import numpy as np
     import pyarrow as pa
 
-    names = [f"c{index}" for index in range(len(texts))]
-    rows = len(texts[0]) if texts else 0
-    chunk = pa.table(
-        {
-            **dict(zip(names, texts, strict=True)),
-            ROW_COLUMN: pa.array(np.arange(start + 1, start + 1 + rows, dtype=np.int64)),
-        }
+    schema = pa.schema(
+        [pa.field(f"c{index}", pa.large_string()) for index in range(width)]
+        + [pa.field(ROW_COLUMN, pa.int64())]
     )
+
+    def numbered() -> Iterator[Any]:
+        start = 0
+        try:
+            for texts in batches:
+                rows = len(texts[0])
+                numbers = pa.array(np.arange(start + 1, start + 1 + rows, dtype=np.int64))
+                arrays = [text.cast(pa.large_string()) for text in texts]
+                yield pa.RecordBatch.from_arrays([*arrays, numbers], schema=schema)
+                start += rows
+        except BaseException as error:
+            failure.append(error)
+            raise
+
+    return pa.RecordBatchReader.from_batches(schema, numbered())
+
+
+def _insert_sql(table: str, width: int, label: str, null_values: set[str]) -> str:
+    """The INSERT of ``_numbered``'s stream: the input's null_values and blank texts become
+    NULL, as ``insert_frames`` makes them."""
+    names = [f"c{index}" for index in range(width)]
     nulls = ", ".join(sql_literal(value) for value in sorted(null_values))
     inner = ", ".join(
         f"CASE WHEN {quote_identifier(name)} IN ({nulls}) THEN NULL "
@@ -258,17 +276,11 @@ def _insert_texts(
         for name in names
     )
     outer = ", ".join(text_column_sql(name) for name in names)
-    connection.register("_pms_sync_arrow_chunk", chunk)
-    try:
-        connection.execute(
-            f"INSERT INTO {quote_identifier(table)} SELECT {outer}, "
-            f"{sql_literal(label)} AS {SOURCE_COLUMN}, "
-            f"{ROW_COLUMN} "
-            f"FROM (SELECT {inner}, {ROW_COLUMN} FROM _pms_sync_arrow_chunk)"
-        )
-    finally:
-        connection.unregister("_pms_sync_arrow_chunk")
-    return rows
+    return (
+        f"INSERT INTO {quote_identifier(table)} SELECT {outer}, "
+        f"{sql_literal(label)} AS {SOURCE_COLUMN}, {ROW_COLUMN} "
+        f"FROM (SELECT {inner}, {ROW_COLUMN} FROM _pms_sync_arrow_rows)"
+    )
 
 
 def _first_text(error: BaseException) -> str:
