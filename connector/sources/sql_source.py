@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from connector.errors import SourceError
-from connector.secrets import register_secret
+from connector.secrets import mask_text, register_secret
 from connector.sources.arrow_sql import Unsupported, arrow_driver, read_arrow
 from connector.sources.base import (
     ROW_COLUMN,
@@ -155,7 +155,7 @@ class SqlSource(Source):
                 return self._load_arrow(connection, table, columns)
             except Unsupported as reason:
                 # Read again from the start, the table made anew: slower, never different.
-                _log.info("input %s read through SQLAlchemy: %s", self.name, reason)
+                _log.info("input %s read through SQLAlchemy: %s", self.name, mask_text(str(reason)))
         return append_frames(connection, table, columns, self._frames(columns, since))
 
     def arrow_read(self, since: Any = None) -> bool:
