@@ -250,7 +250,7 @@ class SizeRun:
         interleaved round by round (bench/sql_data.py loads the tables).
 
         first: a first run without HTTP (map + diff + record every record, the ``seed``
-        stage); noop: ``pms-sync plan`` with nothing changed against that source's own full
+        stage), once per source; noop: ``pms-sync plan`` with nothing changed against that source's own full
         snapshot; change: the same with 1 % of the reservations changed. Ratios are the
         database's time ÷ the CSV's, per round, and their median.
         """
@@ -275,20 +275,30 @@ class SizeRun:
         def full(source: str) -> Path:
             return self.work / f"sql-full-{source}.duckdb"
 
+        def measured(name: str, source: str, result: dict[str, Any]) -> None:
+            runs[name][source].append({**result, "load": os.getloadavg()[0]})
+            # Each figure as it comes: a long run stopped early keeps what it measured.
+            print(f"[bench] sql {name} {source} {json.dumps(result)}", file=sys.stderr, flush=True)
+
+        # The first run once per source (the longest stage; a snapshot for the later ones),
+        # then the nightly and 1 %-changed plans, the order rotating each round.
+        for source in sources:
+            snapshot = self._fresh(f"sql-first-{source}.duckdb")
+            measured(
+                "first",
+                source,
+                run_stage("seed", mapping=str(mappings[source][0]), snapshot=str(snapshot)),
+            )
+            shutil.copy(snapshot, full(source))
         for index in range(self.runs):
             order = sources[index % len(sources) :] + sources[: index % len(sources)]
-            for source in order:
-                snapshot = self._fresh(f"sql-first-{source}.duckdb")
-                result = run_stage("seed", mapping=str(mappings[source][0]), snapshot=str(snapshot))
-                shutil.copy(snapshot, full(source))
-                runs["first"][source].append({**result, "load": os.getloadavg()[0]})
             for name, variant in (("noop", 0), ("change", 1)):
                 for source in order:
                     snapshot = self._fresh(f"sql-run-{source}.duckdb", full(source))
                     result = run_stage(
                         "diff", mapping=str(mappings[source][variant]), snapshot=str(snapshot)
                     )
-                    runs[name][source].append({**result, "load": os.getloadavg()[0]})
+                    measured(name, source, result)
         result: dict[str, Any] = {"skipped": skipped}
         for name, per_source in runs.items():
             figures: dict[str, Any] = {
