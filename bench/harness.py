@@ -30,7 +30,21 @@ FULL_PUSH_MAX = int(os.environ.get("BENCH_FULL_PUSH_MAX", "10000"))
 # Up to this size the floor's documents are compared with pms-sync's, byte for byte.
 FLOOR_CHECK_MAX = int(os.environ.get("BENCH_FLOOR_CHECK_MAX", "100000"))
 
-SCENARIOS = ("map", "diff", "first", "noop", "change", "floor", "push", "dagster", "naive", "dlt")
+SCENARIOS = (
+    "map",
+    "diff",
+    "first",
+    "noop",
+    "change",
+    "floor",
+    "sql",
+    "push",
+    "dagster",
+    "naive",
+    "dlt",
+)
+# The sources of the sql scenario: the CSV export, then the same in each database.
+SQL_SOURCES = ("csv", "postgresql", "mariadb")
 
 
 def run_stage(name: str, **arguments: Any) -> dict[str, Any]:
@@ -229,6 +243,73 @@ class SizeRun:
                 "time_ratio": ours_summary["seconds"] / floor_summary["seconds"],
                 "memory_ratio": ours_summary["peak_rss_mb"] / floor_summary["peak_rss_mb"],
             }
+        return result
+
+    def scenario_sql(self) -> dict[str, Any]:
+        """The export read from PostgreSQL and MariaDB against the same read from CSV files,
+        interleaved round by round (bench/sql_data.py loads the tables).
+
+        first: a first run without HTTP (map + diff + record every record, the ``seed``
+        stage), once per source; noop: ``pms-sync plan`` with nothing changed against that source's own full
+        snapshot; change: the same with 1 % of the reservations changed. Ratios are the
+        database's time ÷ the CSV's, per round, and their median.
+        """
+        from bench.sql_data import prepare_sql
+
+        mappings: dict[str, tuple[Path, Path]] = {
+            "csv": (self.dataset.mapping, self.dataset.changed_mapping)
+        }
+        skipped: dict[str, str] = {}
+        for database in SQL_SOURCES[1:]:
+            try:
+                loaded = prepare_sql(self.dataset, database)
+            except Exception as error:  # a server that does not answer skips its rows
+                skipped[database] = str(error).splitlines()[0]
+                continue
+            mappings[database] = (loaded.mapping, loaded.changed_mapping)
+        sources = [source for source in SQL_SOURCES if source in mappings]
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+            name: {source: [] for source in sources} for name in ("first", "noop", "change")
+        }
+
+        def full(source: str) -> Path:
+            return self.work / f"sql-full-{source}.duckdb"
+
+        def measured(name: str, source: str, result: dict[str, Any]) -> None:
+            runs[name][source].append({**result, "load": os.getloadavg()[0]})
+            # Each figure as it comes: a long run stopped early keeps what it measured.
+            print(f"[bench] sql {name} {source} {json.dumps(result)}", file=sys.stderr, flush=True)
+
+        # The first run once per source (the longest stage; a snapshot for the later ones),
+        # then the nightly and 1 %-changed plans, the order rotating each round.
+        for source in sources:
+            snapshot = self._fresh(f"sql-first-{source}.duckdb")
+            measured(
+                "first",
+                source,
+                run_stage("seed", mapping=str(mappings[source][0]), snapshot=str(snapshot)),
+            )
+            shutil.copy(snapshot, full(source))
+        for index in range(self.runs):
+            order = sources[index % len(sources) :] + sources[: index % len(sources)]
+            for name, variant in (("noop", 0), ("change", 1)):
+                for source in order:
+                    snapshot = self._fresh(f"sql-run-{source}.duckdb", full(source))
+                    result = run_stage(
+                        "diff", mapping=str(mappings[source][variant]), snapshot=str(snapshot)
+                    )
+                    measured(name, source, result)
+        result: dict[str, Any] = {"skipped": skipped}
+        for name, per_source in runs.items():
+            figures: dict[str, Any] = {
+                source: summarise(done) for source, done in per_source.items()
+            }
+            for source in sources[1:]:
+                pairs = zip(per_source[source], per_source["csv"], strict=True)
+                ratios = [ours["seconds"] / csv["seconds"] for ours, csv in pairs]
+                figures[f"{source}_ratio"] = statistics.median(ratios)
+                figures[f"{source}_ratios"] = ratios
+            result[name] = figures
         return result
 
     def scenario_push(self) -> dict[str, Any]:

@@ -176,6 +176,8 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
             )
         if r.get("floor"):
             table += _floor_rows(r["floor"], size, label)
+        if r.get("sql"):
+            table += sql_rows(r["sql"], label)
         if r.get("dagster"):
             ratios = r["dagster"]["ratios"]
             medians, versus = ratios["medians"], ratios["dagster_vs_cli"]
@@ -209,6 +211,42 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
                     "",
                 ]
             )
+    return table
+
+
+# The sql scenario's figures: (name, target) of each database's time ÷ the CSV's.
+SQL_FIGURES = {
+    "first": ("first run without HTTP, from the database ÷ from CSV", "≤ 1.3x"),
+    "noop": ("nightly plan, nothing changed, from the database ÷ from CSV", "≤ 1.5x"),
+    "change": ("plan, 1 % changed, from the database ÷ from CSV", ""),
+}
+SQL_NAMES = {"postgresql": "PostgreSQL", "mariadb": "MariaDB"}
+
+
+def sql_rows(sql: dict[str, Any], label: str) -> list[list[str]]:
+    """The sql scenario's ratios (bench/harness.py ``scenario_sql``): median of the rounds."""
+    table = []
+    for name, (figure, target) in SQL_FIGURES.items():
+        figures = sql.get(name) or {}
+        csv = figures.get("csv")
+        for database, shown in SQL_NAMES.items():
+            if f"{database}_ratio" not in figures or not csv:
+                continue
+            ratios = ", ".join(f"{ratio:.2f}" for ratio in figures[f"{database}_ratios"])
+            table.append(
+                [
+                    f"{figure} ({shown})",
+                    label,
+                    target,
+                    f"{_s(figures[database]['seconds'])} vs {_s(csv['seconds'])} = "
+                    f"**{figures[f'{database}_ratio']:.2f}x** (rounds {ratios})",
+                    f"{figures[database]['peak_rss_mb']:.0f}",
+                    "",
+                    "",
+                ]
+            )
+    for database, reason in (sql.get("skipped") or {}).items():
+        table.append([f"sql scenario: {database} skipped ({reason})", label, "", "", "", "", ""])
     return table
 
 

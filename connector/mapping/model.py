@@ -138,6 +138,12 @@ class SqlInput(NullTexts):
         "`since` value for this input, only rows with cursor > since are read.",
     )
     chunk_size: int = Field(default=50_000, ge=1)
+    reader: Literal["auto", "sqlalchemy"] = Field(
+        default="auto",
+        description="auto: PostgreSQL, MySQL/MariaDB and SQLite are read as Arrow when the "
+        "read binds no parameters, the rest through SQLAlchemy; sqlalchemy: always through "
+        "SQLAlchemy. Both give every value the same text.",
+    )
 
     @model_validator(mode="after")
     def _table_or_query(self) -> SqlInput:

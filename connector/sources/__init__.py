@@ -61,5 +61,6 @@ def open_source(name: str, spec: object, base_dir: Path) -> Source:
             null_values=spec.missing_texts,
             chunk_size=spec.chunk_size,
             base_dir=base_dir,
+            reader=spec.reader,
         )
     raise TypeError(f"unknown input spec {type(spec).__name__}")

@@ -1,15 +1,21 @@
 """Tables and queries of any database SQLAlchemy reaches, streamed in chunks.
 
+PostgreSQL, MySQL/MariaDB and SQLite are read as Arrow (``arrow_sql``) when the read has no
+bind parameters; every other database, a read with bind parameters, and a column the Arrow
+reader cannot render exactly go through SQLAlchemy. Both give every value the same text.
+
 The URL comes from the mapping (normally ``${PMS_DB_URL}``); it never appears in an error with
-its password, and the password is registered as a secret (masked in every sink). An optional cursor column makes a read incremental: the caller passes the last
-value it saw as ``since`` and only newer rows are read.
+its password, and the password is registered as a secret (masked in every sink). An optional
+cursor column makes a read incremental: the caller passes the last value it saw as ``since``
+and only newer rows are read.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import pandas as pd
@@ -18,8 +24,23 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from connector.errors import SourceError
-from connector.secrets import register_secret
-from connector.sources.base import Source, append_frames, text_frame
+from connector.secrets import mask_text, register_secret
+from connector.sources.arrow_sql import Unsupported, arrow_driver, read_arrow
+from connector.sources.base import (
+    ROW_COLUMN,
+    SOURCE_COLUMN,
+    Source,
+    append_frames,
+    create_text_table,
+    quote_identifier,
+    sql_literal,
+    text_column_sql,
+    text_frame,
+)
+
+_log = logging.getLogger(__name__)
+
+SqlReader = Literal["auto", "sqlalchemy"]
 
 
 def safe_url(url: str) -> str:
@@ -43,6 +64,7 @@ class SqlSource(Source):
         null_values: list[str] | tuple[str, ...] = ("",),
         chunk_size: int = 50_000,
         base_dir: Path | None = None,
+        reader: SqlReader = "auto",
     ) -> None:
         super().__init__(name)
         if (table is None) == (query is None):
@@ -55,6 +77,7 @@ class SqlSource(Source):
         self.cursor = cursor
         self.null_values = set(null_values)
         self.chunk_size = chunk_size
+        self.reader: SqlReader = reader
         self._engine: Engine | None = None
 
     def describe(self) -> str:
@@ -127,7 +150,53 @@ class SqlSource(Source):
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
     ) -> int:
         columns = self.columns()
+        if self.arrow_read(since):
+            try:
+                return self._load_arrow(connection, table, columns)
+            except Unsupported as reason:
+                # Read again from the start, the table made anew: slower, never different.
+                _log.info("input %s read through SQLAlchemy: %s", self.name, mask_text(str(reason)))
         return append_frames(connection, table, columns, self._frames(columns, since))
+
+    def arrow_read(self, since: Any = None) -> bool:
+        """Whether a read of this input (with ``since``) starts on the Arrow reader: not when
+        the mapping says ``reader: sqlalchemy``, the database has no Arrow reader here, or the
+        read binds parameters (the Arrow drivers type them unlike SQLAlchemy's)."""
+        if self.reader != "auto" or self.params or since is not None:
+            return False
+        return arrow_driver(self.engine.url) is not None
+
+    def _load_arrow(
+        self, connection: duckdb.DuckDBPyConnection, table: str, columns: list[str]
+    ) -> int:
+        """One INSERT over the stream of the Arrow reader's batches: DuckDB pulls them and
+        makes blanks and null_values NULL on all its threads, and a failed read leaves the
+        table empty, so the SQLAlchemy reader can start over."""
+        sql, _ = self._select(None)
+        quote = self.engine.dialect.identifier_preparer.quote
+        create_text_table(connection, table, columns)
+        failure: list[BaseException] = []
+        try:
+            with read_arrow(self.engine.url, sql, quote, columns, self.chunk_size) as batches:
+                stream = _numbered(batches, len(columns), failure)
+                connection.register("_pms_sync_arrow_rows", stream)
+                try:
+                    ((total,),) = connection.execute(
+                        _insert_sql(table, len(columns), self.describe(), self.null_values)
+                    ).fetchall()
+                except duckdb.Error:
+                    if not failure:
+                        raise
+                finally:
+                    connection.unregister("_pms_sync_arrow_rows")
+            if failure:
+                raise failure[0]
+        except (Unsupported, duckdb.Error):
+            raise
+        except Exception as error:
+            # The SQLAlchemy reader tries, and reports its own error if it fails too.
+            raise Unsupported(_first_text(error)) from None
+        return int(total)
 
     def max_cursor(self, since: Any = None) -> Any:
         """The largest cursor value now in the source: what the caller passes as since next time."""
@@ -165,6 +234,58 @@ def _anchor_sqlite_path(url: str, base_dir: Path) -> str:
     return parsed.set(database=str((base_dir / database).resolve())).render_as_string(
         hide_password=False
     )
+
+
+def _numbered(batches: Iterator[list[Any]], width: int, failure: list[BaseException]) -> Any:
+    """The text columns as one Arrow stream, with each row's number from 1; an error of the
+    driver is kept in ``failure`` (DuckDB would report it as its own)."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [pa.field(f"c{index}", pa.large_string()) for index in range(width)]
+        + [pa.field(ROW_COLUMN, pa.int64())]
+    )
+
+    def numbered() -> Iterator[Any]:
+        start = 0
+        try:
+            for texts in batches:
+                rows = len(texts[0])
+                numbers = pa.array(np.arange(start + 1, start + 1 + rows, dtype=np.int64))
+                arrays = [text.cast(pa.large_string()) for text in texts]
+                yield pa.RecordBatch.from_arrays([*arrays, numbers], schema=schema)
+                start += rows
+        except BaseException as error:
+            failure.append(error)
+            raise
+
+    return pa.RecordBatchReader.from_batches(schema, numbered())
+
+
+def _insert_sql(table: str, width: int, label: str, null_values: set[str]) -> str:
+    """The INSERT of ``_numbered``'s stream: the input's null_values and blank texts become
+    NULL, as ``insert_frames`` makes them."""
+    names = [f"c{index}" for index in range(width)]
+    nulls = ", ".join(sql_literal(value) for value in sorted(null_values))
+    inner = ", ".join(
+        f"CASE WHEN {quote_identifier(name)} IN ({nulls}) THEN NULL "
+        f"ELSE {quote_identifier(name)} END AS {quote_identifier(name)}"
+        if nulls
+        else quote_identifier(name)
+        for name in names
+    )
+    outer = ", ".join(text_column_sql(name) for name in names)
+    return (
+        f"INSERT INTO {quote_identifier(table)} SELECT {outer}, "
+        f"{sql_literal(label)} AS {SOURCE_COLUMN}, {ROW_COLUMN} "
+        f"FROM (SELECT {inner}, {ROW_COLUMN} FROM _pms_sync_arrow_rows)"
+    )
+
+
+def _first_text(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _first_line(error: SQLAlchemyError) -> str:

@@ -109,3 +109,35 @@ def test_the_dagster_cost_ratios_are_those_of_the_sides_measured() -> None:
     assert found["dagster_vs_cli"] == {"cpu_seconds": 3.5, "wall_seconds": 2.5}
     assert "after_vs_before" not in found and "batched_vs_cli" not in found
     assert found["medians"]["dagster_cpu_seconds"] == 7.0
+
+
+def test_the_sql_mapping_reads_each_csv_input_from_its_table(tmp_path) -> None:
+    from bench.data import HOTEL
+    from bench.sql_data import _mapping
+
+    target = _mapping(HOTEL / "mapping.yaml", tmp_path / "m.yaml", "sqlite:///x.db", "ns")
+    text = target.read_text(encoding="utf-8")
+    assert "type: csv" not in text
+    for table in ("rooms", "room_types", "bookings"):
+        assert f'{{type: sql, url: "sqlite:///x.db", table: ns.{table}}}' in text
+
+
+def test_the_sql_rows_show_each_database_against_csv() -> None:
+    from bench.report import sql_rows
+
+    def side(seconds: float) -> dict:
+        return {"seconds": seconds, "peak_rss_mb": 500.0}
+
+    sql = {
+        "skipped": {"mariadb": "no server"},
+        "noop": {
+            "csv": side(4.0),
+            "postgresql": side(5.0),
+            "postgresql_ratio": 1.25,
+            "postgresql_ratios": [1.2, 1.25, 1.3],
+        },
+    }
+    rows = sql_rows(sql, "1,000,000")
+    assert rows[0][0] == "nightly plan, nothing changed, from the database ÷ from CSV (PostgreSQL)"
+    assert rows[0][3] == "5.00 s vs 4.00 s = **1.25x** (rounds 1.20, 1.25, 1.30)"
+    assert rows[1][0] == "sql scenario: mariadb skipped (no server)"

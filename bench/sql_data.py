@@ -1,0 +1,151 @@
+"""The benchmark's export as database tables: ``python -m bench.sql_data --size N``.
+
+Each CSV file of the export (and of its 1 %-changed twin) becomes a table of text columns in
+the local PostgreSQL (a schema per export) and MariaDB (a database per export), loaded by the
+servers' own bulk loaders; the mappings are the CSV ones with ``type: sql`` inputs. Reused when
+the tables already hold the export's rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.data import Dataset, prepare
+
+POSTGRES_URL = os.environ.get(
+    "BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+MARIADB_URL = os.environ.get("BENCH_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+TABLES = ("rooms", "room_types", "bookings")
+DATABASES = ("postgresql", "mariadb")
+
+
+@dataclass(frozen=True)
+class SqlDataset:
+    """The mappings reading one export from a database: as it is, and 1 % changed."""
+
+    database: str
+    mapping: Path
+    changed_mapping: Path
+
+
+def _namespace(dataset: Dataset, variant: str) -> str:
+    return f"pms_bench_{dataset.size}_{variant}"
+
+
+def _header(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle))
+
+
+def _load_postgres(folder: Path, schema: str) -> str:
+    engine = sa.create_engine(POSTGRES_URL)
+    rows = folder / "bookings.csv"
+    expected = sum(1 for _ in rows.open("rb")) - 1
+    with engine.begin() as connection:
+        present = connection.execute(
+            sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
+            {"s": schema},
+        ).scalar()
+        if present == len(TABLES):
+            count = connection.execute(sa.text(f'SELECT count(*) FROM "{schema}".bookings'))
+            if count.scalar() == expected:
+                return schema
+        connection.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        for table in TABLES:
+            path = folder / f"{table}.csv"
+            columns = ", ".join(f'"{column}" TEXT' for column in _header(path))
+            connection.execute(sa.text(f'CREATE TABLE "{schema}"."{table}" ({columns})'))
+            with (
+                raw.cursor() as cursor,
+                cursor.copy(
+                    f'COPY "{schema}"."{table}" FROM STDIN (FORMAT csv, HEADER true)'
+                ) as copy,
+                path.open("rb") as handle,
+            ):
+                while block := handle.read(1 << 20):
+                    copy.write(block)
+        connection.execute(sa.text(f'ANALYZE "{schema}".bookings'))
+    engine.dispose()
+    return schema
+
+
+def _load_mariadb(folder: Path, database: str) -> str:
+    engine = sa.create_engine(MARIADB_URL, connect_args={"local_infile": True})
+    rows = folder / "bookings.csv"
+    expected = sum(1 for _ in rows.open("rb")) - 1
+    with engine.begin() as connection:
+        present = connection.execute(
+            sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
+            {"s": database},
+        ).scalar()
+        if present == len(TABLES):
+            count = connection.execute(sa.text(f"SELECT count(*) FROM `{database}`.bookings"))
+            if count.scalar() == expected:
+                return database
+        connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{database}`"))
+        connection.execute(sa.text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
+        for table in TABLES:
+            path = folder / f"{table}.csv"
+            columns = ", ".join(f"`{column}` TEXT" for column in _header(path))
+            connection.execute(sa.text(f"CREATE TABLE `{database}`.`{table}` ({columns})"))
+            connection.exec_driver_sql(
+                f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE `{database}`.`{table}` "
+                "CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' "
+                "LINES TERMINATED BY '\\n' IGNORE 1 LINES"
+            )
+    engine.dispose()
+    return database
+
+
+def _mapping(csv_mapping: Path, target: Path, url: str, namespace: str) -> Path:
+    """The CSV mapping with each ``{type: csv, path: data/T.csv}`` input read from table T."""
+    text = csv_mapping.read_text(encoding="utf-8")
+    text = re.sub(
+        r"\{type: csv, path: data/(\w+)\.csv\}",
+        lambda found: f'{{type: sql, url: "{url}", table: {namespace}.{found.group(1)}}}',
+        text,
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def prepare_sql(dataset: Dataset, database: str) -> SqlDataset:
+    """Load (or reuse) ``dataset`` into ``database`` (postgresql or mariadb)."""
+    mappings = []
+    for variant, home in (("base", dataset.base), ("changed", dataset.changed)):
+        namespace = _namespace(dataset, variant)
+        if database == "postgresql":
+            _load_postgres(home / "data", namespace)
+            url = POSTGRES_URL
+        else:
+            _load_mariadb(home / "data", namespace)
+            url = MARIADB_URL
+        target = home.parent / f"{database}-{variant}" / "mapping.yaml"
+        mappings.append(_mapping(home / "mapping.yaml", target, url, namespace))
+    return SqlDataset(database, mappings[0], mappings[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.sql_data", description=__doc__)
+    parser.add_argument("--size", type=int, action="append", required=True)
+    arguments = parser.parse_args()
+    for size in arguments.size:
+        dataset = prepare(size)
+        for database in DATABASES:
+            print(prepare_sql(dataset, database))
+
+
+if __name__ == "__main__":
+    main()
