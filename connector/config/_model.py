@@ -284,7 +284,7 @@ class RunSection(Section):
         DEFAULT_SLICE_ROWS,
         ge=1,
         description="rows of an entity the mapping engine maps at once: a larger export is "
-        "mapped in slices of records (hash partitions of the record id)",
+        "mapped in slices of records (hash partitions of the record key)",
     )
     max_quarantine_share: float = Field(
         0.01,
