@@ -26,7 +26,9 @@ test: $(STAMP)
 # The fuzzing of the sandbox (tests/fuzz) with a large budget (about 10 minutes), then the
 # reliability campaigns (tests/reliability) longer: 40 SIGKILLs, 10 storm rounds, 30 rounds of
 # the trust campaign, 50 examples per property, and the pure hypothesis properties
-# under HYPOTHESIS_PROFILE=deep (2,000 examples instead of 100; tests/conftest.py).
+# under HYPOTHESIS_PROFILE=deep (2,000 examples instead of 100; tests/conftest.py); the trust
+# campaign and the fingerprint properties again with the mapping in slices of 10 rows, so every
+# run crosses slice boundaries (PMS_SYNC_SLICE_ROWS).
 # The campaigns' figures land in .pms-sync/reliability/*.json (docs/reliability.md).
 SOAK_EXAMPLES ?= 1000
 SOAK_KILL_POINTS ?= 40
@@ -40,6 +42,8 @@ soak: $(STAMP)
 		$(BIN)/pytest -q -s -p no:cacheprovider tests/reliability
 	PMS_SYNC_PROPERTY_EXAMPLES=$(SOAK_PROPERTY_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider \
 		tests/mapping/test_fingerprint_properties.py tests/mapping/test_fast_path.py
+	PMS_SYNC_SLICE_ROWS=10 $(BIN)/pytest -q -p no:cacheprovider --timeout 1500 \
+		tests/reliability/test_trust_campaign.py tests/mapping/test_fingerprint_properties.py
 	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q -p no:cacheprovider tests/test_canonical.py \
 		tests/mapping/test_fast_validation.py tests/mapping/test_contract_sql.py
 

@@ -33,6 +33,10 @@ DEFAULT_SNAPSHOT = ".pms-sync/snapshot.duckdb"
 DEFAULT_MEMORY_LIMIT = "1GB"
 """Lower limits trade time for memory (DuckDB spills; docs/decisions.md, "Source fingerprints")."""
 
+DEFAULT_SLICE_ROWS = 2_000_000
+"""Rows per slice of the mapping: within the default memory limit with room to spare
+(BENCHMARKS.md, "Bounded memory"); a slice costs one more read of the input's keys."""
+
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|KIB|MB|MIB|GB|GIB|TB|TIB)\s*$", re.IGNORECASE)
 
 
@@ -275,6 +279,12 @@ class RunSection(Section):
     memory_limit: str = Field(
         DEFAULT_MEMORY_LIMIT,
         description="memory every DuckDB connection of a run may hold (``1GB``, ``800MB``)",
+    )
+    slice_rows: int = Field(
+        DEFAULT_SLICE_ROWS,
+        ge=1,
+        description="rows of an entity the mapping engine maps at once: a larger export is "
+        "mapped in slices of records (hash partitions of the record key)",
     )
     max_quarantine_share: float = Field(
         0.01,

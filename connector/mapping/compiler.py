@@ -400,7 +400,8 @@ class Compiler:
         )
         ctes.append(
             f"raw AS NOT MATERIALIZED (SELECT {stage1} {rows_of_input} "
-            f"{' '.join(compiler.child_joins)} WHERE {where} AND {ROWS_TO_MAP})"
+            f"{' '.join(compiler.child_joins)} WHERE {where} AND {ROWS_TO_MAP} "
+            f"AND {RECORDS_IN_SLICE})"
         )
         record_key = (
             f"CAST({account.sql} AS VARCHAR) AS account_id, "
@@ -567,6 +568,11 @@ INPUT_ROW = "_input_row"
 ROWS_TO_MAP = "(/* rows to map */ true)"
 """Placeholder in an entity's row filter: the engine replaces it to leave out the rows of
 records whose source fingerprint is unchanged (connector.mapping.fingerprints)."""
+
+
+RECORDS_IN_SLICE = "(/* records in slice */ true)"
+"""Placeholder in an entity's row filter: the engine replaces it to map one slice of the
+records at a time (connector.mapping.engine, ``sliced_queries``)."""
 
 
 def _split_volatile(entity: Entity, volatile: list[str]) -> tuple[list[str], list[str]]:

@@ -22,12 +22,19 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from connector.config import RunSection
 from connector.contract import Entity
 from connector.duckdb_memory import memory_named, open_duckdb, out_of_memory
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
-from connector.mapping.compiler import ROWS_TO_MAP, VALIDATED_BEFORE, Compiler, EntityQuery
+from connector.mapping.compiler import (
+    RECORDS_IN_SLICE,
+    ROWS_TO_MAP,
+    VALIDATED_BEFORE,
+    Compiler,
+    EntityQuery,
+)
 from connector.mapping.fingerprints import (
     FingerprintReader,
     FingerprintSplit,
@@ -420,6 +427,9 @@ def _run(
             engine_database(prepared.sources, Path(spill)), temp_directory=spill
         ) as connection,
     ):
+        # Nothing reads the records in the order the queries produce them (the quarantine is
+        # sorted, the plan orders its changes): DuckDB need not buffer results to keep it.
+        connection.execute("SET preserve_insertion_order = false")
         with memory_named("setting up the mapping engine (reference tables, lookups)"):
             sql_functions.install(connection)
             _create_lookups(connection, prepared.mapping)
@@ -514,7 +524,9 @@ def _run(
             validator = RecordValidator(entity, query.volatile, hash_in_python=query.hash_in_python)
             try:
                 if split is None or not split.nothing_to_map:
-                    _validate_batches(connection, sql, parameters, validator)
+                    rows = _rows_to_map(connection, query, split, pushed)
+                    for sliced in sliced_queries(connection, sql, query, rows):
+                        _validate_batches(connection, sliced, parameters, validator)
                 if query.unitless_sql:
                     validator.add_unitless(connection.sql(query.unitless_sql).to_arrow_table())
             except duckdb.Error as error:
@@ -528,6 +540,61 @@ def _run(
     # compressed while the queries ran, are expanded.
     return {mapped.entity: mapped.result(window) for mapped in finishing}
 
+
+MAX_SLICES = 256
+"""Slices of one entity at most, however small ``slice_rows`` is set (a test's tiny slices)."""
+
+
+def slice_count(rows: int, slice_rows: int | None = None) -> int:
+    """How many slices an entity of ``rows`` rows is mapped in (``PMS_SYNC_SLICE_ROWS``)."""
+    per_slice = slice_rows if slice_rows is not None else RunSection.read().slice_rows
+    return max(1, min(MAX_SLICES, -(-rows // per_slice)))
+
+
+def sliced_queries(
+    connection: duckdb.DuckDBPyConnection, sql: str, query: EntityQuery, rows: int
+) -> list[str]:
+    """The entity query ``sql`` once per slice of its records, so DuckDB groups a record's
+    rows and holds its documents for one slice at a time (the list aggregates it groups with
+    cannot spill). A slice is a hash partition of the record key, read once from the key
+    columns alone: each record is whole in exactly one slice. An entity whose documents read
+    other rows than their own is mapped whole."""
+    slices = slice_count(rows)
+    if slices == 1 or not account_filter_allowed(query):
+        return [sql]
+    connection.execute(
+        f"CREATE OR REPLACE TEMP TABLE {SLICES_TABLE} AS "
+        f"SELECT {SOURCE_COLUMN}, {ROW_COLUMN}, "
+        f"coalesce(hash(account_id, record_id) % {slices}, 0) AS slice "
+        f"FROM ({query.key_rows_sql}) AS k"
+    )
+    return [
+        sql.replace(
+            RECORDS_IN_SLICE,
+            f"EXISTS (SELECT 1 FROM {SLICES_TABLE} AS s "
+            f"WHERE s.{SOURCE_COLUMN} = {query.row_alias}.{SOURCE_COLUMN} "
+            f"AND s.{ROW_COLUMN} = {query.row_alias}.{ROW_COLUMN} AND s.slice = {index})",
+        )
+        for index in range(slices)
+    ]
+
+
+def _rows_to_map(
+    connection: duckdb.DuckDBPyConnection,
+    query: EntityQuery,
+    split: FingerprintSplit | None,
+    pushed: bool,
+) -> int:
+    """About how many rows the entity's query maps: what its slices are counted from."""
+    if split is not None:
+        return len(split.mapped)
+    table = ACCOUNT_ROWS_TABLE if pushed else quote_identifier(table_name(query.input_name))
+    ((found,),) = connection.execute(f"SELECT count(*) FROM {table}").fetchall()
+    return int(found)
+
+
+# Each row's slice (by its record's key) while an entity is mapped in slices.
+SLICES_TABLE = "pms_sync_slices"
 
 # The accounts of a run of some accounts, registered on the engine's connection.
 RUN_ACCOUNTS = "pms_sync_run_accounts"
@@ -661,5 +728,14 @@ def _validate_batches(
     validator: RecordValidator,
 ) -> None:
     reader = connection.sql(sql, params=parameters or None).to_arrow_reader(BATCH_ROWS)
-    for batch in reader:
-        validator.add(batch)
+    try:
+        for batch in reader:
+            validator.add(batch)
+    except OSError as error:
+        # The reader raises what DuckDB raised as Arrow's error: told apart by its message.
+        if str(error).startswith(_OUT_OF_MEMORY):
+            raise duckdb.OutOfMemoryException(str(error)) from None
+        raise
+
+
+_OUT_OF_MEMORY = "Out of Memory Error"

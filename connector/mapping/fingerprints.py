@@ -152,7 +152,9 @@ class FingerprintSplit:
     unchanged: pd.DataFrame  # RECORD_COLUMNS of the records carried over (no payload)
     mapped: pd.DataFrame  # source_account, record_id, fingerprint of the records to map
     nothing_to_map: bool  # every row belongs to a carried record: the mapping query is skipped
-    narrowed: bool = False  # the entity's input holds only the rows to map (``narrow``)
+    # Every row left in the entity's input is one to map: it holds only them (``narrow``), or
+    # no record is carried over.
+    narrowed: bool = False
 
     def rows_to_map(self, query: EntityQuery) -> str:
         """The SQL that replaces ``ROWS_TO_MAP`` in the entity query's row filter."""
@@ -241,8 +243,11 @@ def split_by_fingerprint(
         .select(["account_id", "record_id", "fingerprint"])
         .rename_columns(["source_account", "record_id", "fingerprint"])
     )
+    # Nothing carried (a first run, a new mapping): every row is one to map, and a table of
+    # them would only cost the entity query a join over the whole export.
+    everything = rows_to_map > 0 and not pc.any(carried).as_py()
     del compared, records
-    if rows_to_map:
+    if rows_to_map and not everything:
         connection.register("fingerprint_mapped", mapped_keys)
         try:
             if narrow:
@@ -256,7 +261,11 @@ def split_by_fingerprint(
             connection.unregister("fingerprint_mapped")
     mapped = mapped_keys.to_pandas()
     return FingerprintSplit(
-        fingerprint, unchanged, mapped, rows_to_map == 0, narrowed=narrow and rows_to_map > 0
+        fingerprint,
+        unchanged,
+        mapped,
+        rows_to_map == 0,
+        narrowed=(narrow and rows_to_map > 0) or everything,
     )
 
 
