@@ -10,7 +10,6 @@ failure.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import sqlalchemy as sa
 from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
-from tests.sources.test_sql_sources import MARIADB_URL, POSTGRES_URL, _unavailable
+from tests.sources.servers import mariadb_database, postgres_schema
 
 NAMES = "Zoë Ärger-Łukasiewicz 日本 🏨"
 
@@ -103,48 +102,17 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    schema = f"pms_sync_arrow_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        _unavailable("PostgreSQL", error)
-    url = sa.engine.make_url(POSTGRES_URL).update_query_dict(
-        # A session zone other than UTC: a timestamptz is written in it by both readers.
-        {"options": f"-csearch_path={schema} -ctimezone=Europe/Warsaw"}
-    )
-    rendered = url.render_as_string(hide_password=False)
-    try:
-        _create(rendered)
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    # A session zone other than UTC: a timestamptz is written in it by both readers.
+    with postgres_schema("pms_sync_arrow", "-ctimezone=Europe/Warsaw") as url:
+        _create(url)
+        yield url
 
 
 @pytest.fixture
 def mariadb_url() -> Iterator[str]:
-    database = f"pms_sync_arrow_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        _unavailable("MariaDB", error)
-    rendered = (
-        sa.engine.make_url(MARIADB_URL).set(database=database).render_as_string(hide_password=False)
-    )
-    try:
-        _create(rendered)
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
-        admin.dispose()
+    with mariadb_database("pms_sync_arrow") as url:
+        _create(url)
+        yield url
 
 
 DATABASES = [

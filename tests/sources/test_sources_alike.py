@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource, open_source
-from tests.sources.test_sql_sources import MARIADB_URL, POSTGRES_URL, _unavailable
+from tests.sources.servers import mariadb_database, postgres_schema
 
 ZERO_DATE = "0000-00-00 00:00:00"
 COLUMNS = (
@@ -121,45 +120,16 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    schema = f"pms_sync_alike_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        _unavailable("PostgreSQL", error)
-    url = sa.engine.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    rendered = url.render_as_string(hide_password=False)
-    try:
-        _create_bookings(rendered)
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with postgres_schema("pms_sync_alike") as url:
+        _create_bookings(url)
+        yield url
 
 
 @pytest.fixture
 def mariadb_url() -> Iterator[str]:
-    database = f"pms_sync_alike_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        _unavailable("MariaDB", error)
-    rendered = (
-        sa.engine.make_url(MARIADB_URL).set(database=database).render_as_string(hide_password=False)
-    )
-    try:
-        _create_bookings(rendered)
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
-        admin.dispose()
+    with mariadb_database("pms_sync_alike") as url:
+        _create_bookings(url)
+        yield url
 
 
 def _as_text(value: str | int | None) -> str:

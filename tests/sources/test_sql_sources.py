@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -23,15 +21,10 @@ from connector.contract import Entity
 from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
+from tests.sources.servers import mariadb_database, postgres_schema
 
 EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
 SQLITE_URL = f"sqlite:///{EXAMPLE / 'pms.sqlite'}"
-POSTGRES_URL = os.environ.get(
-    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-MARIADB_URL = os.environ.get(
-    "PMS_SYNC_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
-)
 
 
 def _generator():
@@ -39,13 +32,6 @@ def _generator():
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
-
-
-def _unavailable(what: str, error: Exception) -> None:
-    message = f"{what} does not answer ({str(error).splitlines()[0]})"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message}; CI=true requires it")
-    pytest.skip(message)
 
 
 def _load_sample(engine: sa.Engine) -> None:
@@ -58,42 +44,16 @@ def _load_sample(engine: sa.Engine) -> None:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    schema = f"pms_sync_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except sa.exc.OperationalError as error:
-        _unavailable("PostgreSQL", error)
-    url = sa.engine.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    rendered = url.render_as_string(hide_password=False)
-    try:
-        _load_sample(sa.create_engine(rendered))
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with postgres_schema("pms_sync_test") as url:
+        _load_sample(sa.create_engine(url))
+        yield url
 
 
 @pytest.fixture(scope="module")
 def mariadb_url() -> Iterator[str]:
-    database = f"pms_sync_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
-    except sa.exc.OperationalError as error:
-        _unavailable("MariaDB", error)
-    url = sa.engine.make_url(MARIADB_URL).set(database=database)
-    rendered = url.render_as_string(hide_password=False)
-    try:
-        _load_sample(sa.create_engine(rendered))
-        yield rendered
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
-        admin.dispose()
+    with mariadb_database("pms_sync_test") as url:
+        _load_sample(sa.create_engine(url))
+        yield url
 
 
 def read(source: SqlSource, since: object = None) -> list[tuple[object, ...]]:
