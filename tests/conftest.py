@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import sqlalchemy as sa
 from hypothesis import settings
 
 from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
+from tests.servers import postgres_schema_url
 
 # Exports written by a test are complete the moment they are closed: a short settle interval
 # keeps runs fast. The stability rail's own tests pass their interval explicitly.
@@ -46,34 +46,17 @@ def clean_sandbox(sandbox: SandboxHandle) -> SandboxHandle:
 
 # -- snapshot backends ----------------------------------------------------------------------
 
-POSTGRES_ADMIN_URL = os.environ.get(
-    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-
 
 @pytest.fixture
 def postgres_snapshot_url() -> Iterator[str]:
     """A ``postgresql://`` snapshot URL of a fresh schema (dropped afterwards) on the server
     at 127.0.0.1:5432. Skips when no server answers, except under CI=true where it fails."""
-    schema = f"pms_sync_snapshot_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_ADMIN_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        message = f"PostgreSQL does not answer ({str(error).splitlines()[0]})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}; CI=true requires it")
-        pytest.skip(message)
-    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql")
-    url = url.update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with postgres_schema_url("pms_sync_snapshot") as url:
+        yield (
+            sa.engine.make_url(url)
+            .set(drivername="postgresql")
+            .render_as_string(hide_password=False)
+        )
 
 
 @pytest.fixture(params=["duckdb", "postgresql"])

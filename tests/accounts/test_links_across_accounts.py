@@ -27,7 +27,8 @@ from tests.accounts.chain import (
     pms_sync,
     units_of,
 )
-from tests.loop.loop_samples import mariadb_database, postgres_schema, table_rows
+from tests.loop.loop_samples import table_rows
+from tests.servers import mariadb_database, postgres_schema
 
 SHORT = (SHORT_CLIENT_ID, SHORT_CLIENT_SECRET)
 

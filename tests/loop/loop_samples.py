@@ -8,13 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 
 from connector.events import BackgroundReceiver, ReceiverSettings
@@ -24,12 +22,6 @@ from connector.settings import SyncSettings, load_settings
 from tests.dagster.exports import Export, booking, unit
 
 RECEIVER_SECRET = "receiver-secret-for-tests-0123"
-POSTGRES_URL = os.environ.get(
-    "PMS_SYNC_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-MARIADB_URL = os.environ.get(
-    "PMS_SYNC_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
-)
 PMS_SYNC = str(Path(sys.executable).parent / "pms-sync")
 """The installed command: tests run it as a cron job or a service manager would."""
 
@@ -133,55 +125,6 @@ def running_receiver(
         yield receiver
     finally:
         receiver.stop()
-
-
-def unavailable(what: str, error: Exception) -> None:
-    message = f"{what} does not answer ({str(error).splitlines()[0]})"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message}; CI=true requires it")
-    pytest.skip(message)
-
-
-@contextlib.contextmanager
-def postgres_schema() -> Iterator[tuple[str, str]]:
-    """A PostgreSQL schema of its own for one test, dropped after: (url, schema)."""
-    schema = f"pms_sync_links_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        unavailable("PostgreSQL", error)
-    try:
-        yield POSTGRES_URL, schema
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
-@contextlib.contextmanager
-def mariadb_database() -> Iterator[str]:
-    """A MariaDB database of its own for one test, dropped after: its URL."""
-    database = f"pms_sync_loop_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
-    try:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE `{database}`"))
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        unavailable("MariaDB", error)
-    try:
-        yield (
-            sa.engine.make_url(MARIADB_URL)
-            .set(database=database)
-            .render_as_string(hide_password=False)
-        )
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f"DROP DATABASE `{database}`"))
-        admin.dispose()
 
 
 def table_rows(url: str, table: str, schema: str | None = None) -> list[dict]:

@@ -17,14 +17,13 @@ from connector.snapshot import Snapshot
 from tests.loop.loop_samples import (
     RECEIVER_SECRET,
     arrivals,
-    mariadb_database,
-    postgres_schema,
     run_command,
     run_plain,
     running_receiver,
     table_rows,
     write_connection,
 )
+from tests.servers import mariadb_database, postgres_schema
 
 HEADERS = {"X-Receiver-Secret": RECEIVER_SECRET}
 

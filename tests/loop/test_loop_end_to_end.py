@@ -21,7 +21,6 @@ from connector.webhooks import apply_webhooks_file, plan_webhooks_file
 from tests.loop.loop_samples import (
     RECEIVER_SECRET,
     arrivals,
-    postgres_schema,
     receive_command,
     run_command,
     running_receiver,
@@ -29,6 +28,7 @@ from tests.loop.loop_samples import (
     table_rows,
     write_connection,
 )
+from tests.servers import postgres_schema
 
 WEBHOOKS = """\
 webhooks:

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from connector.mapping.loop_sections import Destination
 from connector.writeback import WriteBackError, write_back
-from tests.loop.loop_samples import mariadb_database, postgres_schema, table_rows
+from tests.loop.loop_samples import table_rows
+from tests.servers import mariadb_database, postgres_schema
 
 TYPES = {"checkin": "date", "seen": "boolean", "fetched_at": "timestamp"}
 

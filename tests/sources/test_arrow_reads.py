@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from connector.contract import Entity
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
-from tests.sources.servers import mariadb_database, postgres_schema
+from tests.servers import mariadb_database, postgres_schema_url
 
 NAMES = "Zoë Ärger-Łukasiewicz 日本 🏨"
 
@@ -103,7 +103,7 @@ def sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     # A session zone other than UTC: a timestamptz is written in it by both readers.
-    with postgres_schema("pms_sync_arrow", "-ctimezone=Europe/Warsaw") as url:
+    with postgres_schema_url("pms_sync_arrow", "-ctimezone=Europe/Warsaw") as url:
         _create(url)
         yield url
 

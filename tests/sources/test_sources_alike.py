@@ -22,7 +22,7 @@ from connector.contract import Entity
 from connector.errors import MappingError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource, open_source
-from tests.sources.servers import mariadb_database, postgres_schema
+from tests.servers import mariadb_database, postgres_schema_url
 
 ZERO_DATE = "0000-00-00 00:00:00"
 COLUMNS = (
@@ -120,7 +120,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    with postgres_schema("pms_sync_alike") as url:
+    with postgres_schema_url("pms_sync_alike") as url:
         _create_bookings(url)
         yield url
 

@@ -21,7 +21,7 @@ from connector.contract import Entity
 from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
-from tests.sources.servers import mariadb_database, postgres_schema
+from tests.servers import mariadb_database, postgres_schema_url
 
 EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
 SQLITE_URL = f"sqlite:///{EXAMPLE / 'pms.sqlite'}"
@@ -44,7 +44,7 @@ def _load_sample(engine: sa.Engine) -> None:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    with postgres_schema("pms_sync_test") as url:
+    with postgres_schema_url("pms_sync_test") as url:
         _load_sample(sa.create_engine(url))
         yield url
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tests.loop.loop_samples import mariadb_database, postgres_schema
+from tests.servers import mariadb_database, postgres_schema
 
 TABLES = [
     "CREATE TABLE countries (id INT PRIMARY KEY, iso_code VARCHAR(2), name VARCHAR(60))",

@@ -1,5 +1,5 @@
-"""The local PostgreSQL and MariaDB the SQL-source tests read: a fresh schema or database per
-fixture, dropped afterwards. No server answering skips the test, except under CI=true, where
+"""The local PostgreSQL and MariaDB the tests read and write: a fresh schema or database per
+test, dropped afterwards. No server answering skips the test, except under CI=true, where
 it fails."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def unavailable(what: str, error: Exception) -> None:
 
 
 @contextmanager
-def postgres_schema(prefix: str, options: str = "") -> Iterator[str]:
-    """The URL of a new schema ``prefix_<random>`` (``options``: more session settings)."""
+def postgres_schema(prefix: str = "pms_sync_test") -> Iterator[tuple[str, str]]:
+    """A new schema ``prefix_<random>`` on the server: (the server's URL, the schema)."""
     schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
     try:
@@ -38,11 +38,8 @@ def postgres_schema(prefix: str, options: str = "") -> Iterator[str]:
     except sa.exc.OperationalError as error:
         admin.dispose()
         unavailable("PostgreSQL", error)
-    url = sa.engine.make_url(POSTGRES_URL).update_query_dict(
-        {"options": f"-csearch_path={schema} {options}".strip()}
-    )
     try:
-        yield url.render_as_string(hide_password=False)
+        yield POSTGRES_URL, schema
     finally:
         with admin.begin() as connection:
             connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
@@ -50,7 +47,17 @@ def postgres_schema(prefix: str, options: str = "") -> Iterator[str]:
 
 
 @contextmanager
-def mariadb_database(prefix: str) -> Iterator[str]:
+def postgres_schema_url(prefix: str = "pms_sync_test", options: str = "") -> Iterator[str]:
+    """The URL of a new schema, its ``search_path`` set (``options``: more session settings)."""
+    with postgres_schema(prefix) as (server, schema):
+        url = sa.engine.make_url(server).update_query_dict(
+            {"options": f"-csearch_path={schema} {options}".strip()}
+        )
+        yield url.render_as_string(hide_password=False)
+
+
+@contextmanager
+def mariadb_database(prefix: str = "pms_sync_test") -> Iterator[str]:
     """The URL of a new database ``prefix_<random>``."""
     database = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(MARIADB_URL, connect_args={"connect_timeout": 3})
