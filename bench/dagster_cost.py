@@ -46,6 +46,8 @@ from bench.dagster_deployment import (
     dagster_deployment,
     instance_storage,
 )
+from bench.dagster_floor import counts_of_run
+from bench.dagster_floor import measure as dagster_floor
 from bench.data import Dataset, prepare
 from bench.harness import FULL_PUSH_MAX, run_stage
 
@@ -136,6 +138,7 @@ def dagster_run(deployment: Deployment, folder: Path) -> dict[str, Any]:
     return {
         "cpu_seconds": run_cpu,
         "wall_seconds": run["ended"] - run["started"],
+        "run_id": run["run_id"],
         "created_to_end_seconds": run["ended"] - run["created"],
         "daemon_cpu_seconds": deployment_cpu,
         "processes": processes,
@@ -192,6 +195,11 @@ def measure(
             if measured["cli"]["requests"] != 0:
                 raise RuntimeError("the nightly run sent requests: the export changed")
             rounds.append(measured)
+        counts = counts_of_run(deployments["dagster"].home, rounds[-1]["dagster"]["run_id"])
+    floor = dagster_floor(counts, storage, pairs)
+    cli_cpu = statistics.median(r["cli"]["cpu_seconds"] for r in rounds)
+    floor["floor_vs_cli_cpu"] = round(floor["median_cpu_seconds"] / cli_cpu, 2)
+    print(f"[dagster-cost] floor {json.dumps(floor)}", file=sys.stderr, flush=True)
     return {
         "size": size,
         "storage": storage,
@@ -199,6 +207,7 @@ def measure(
         "first_sync": first,
         "rounds": rounds,
         "ratios": ratios(rounds),
+        "floor": floor,
     }
 
 

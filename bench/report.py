@@ -195,6 +195,24 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
                     "",
                 ]
             )
+            if r["dagster"].get("floor"):
+                floor = r["dagster"]["floor"]
+                counts = floor["counts"]
+                table.append(
+                    [
+                        "Dagster's floor: the same events written by a job that does nothing, "
+                        "÷ the CLI's whole run (CPU)",
+                        label,
+                        "",
+                        f"{counts['materializations']} materializations and "
+                        f"{counts['checks']} check evaluations over {counts['months']} months: "
+                        f"CPU {_s(floor['median_cpu_seconds'])} = "
+                        f"{floor['floor_vs_cli_cpu']:.1f}x",
+                        "",
+                        "",
+                        "",
+                    ]
+                )
         if r.get("push"):
             p = r["push"]
             table.append(
