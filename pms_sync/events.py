@@ -16,9 +16,9 @@ import dagster as dg
 
 from connector.errors import PmsSyncError
 from connector.events import events_store_path, last_event_seq, new_events, write_new_events
+from pms_sync.connection_resources import SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
-from pms_sync.resources import SnapshotResource
 
 UPTO_TAG = "pms_sync/events_upto"
 """Run tag of a sensor's run: the last event (seq) it was started for."""
@@ -37,16 +37,15 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         key=key,
         group_name=connection.name,
         kinds={"duckdb"},
+        required_resource_keys=connection.resources.keys(SNAPSHOT),
         description=(
             f"Outgoing events of the service for {mapping.name} (reservationCreated, "
             "guestLinkOpenedCheckIn, …), as the receiver stored them, once each"
             + (", written back to the PMS." if destinations else ".")
         ),
     )
-    def service_events(
-        context: dg.AssetExecutionContext, snapshot: SnapshotResource
-    ) -> dg.MaterializeResult:
-        store = events_store_path(Path(snapshot.path))
+    def service_events(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        store = events_store_path(Path(connection.resources.snapshot_of(context).path))
         tag = context.run.tags.get(UPTO_TAG)
         upto = int(tag) if tag and tag.isdigit() else None
         report = None
@@ -102,15 +101,14 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         job=job,
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
+        required_resource_keys=connection.resources.keys(SNAPSHOT),
         description=(
             f"Materializes {key.to_user_string()} when the receiver has stored new events "
             f"posted to /events/{receiver_path}."
         ),
     )
-    def events_sensor(
-        context: dg.SensorEvaluationContext, snapshot: SnapshotResource
-    ) -> dg.SensorResult | dg.SkipReason:
-        store = events_store_path(Path(snapshot.path))
+    def events_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        store = events_store_path(Path(connection.resources.snapshot_of(context).path))
         try:
             last = last_event_seq(store, receiver_path)
         except PmsSyncError as error:  # the receiver is writing a batch: next tick
