@@ -19,6 +19,7 @@ from connector.events import events_store_path, last_event_seq, new_events, writ
 from pms_sync.connection_resources import SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
+from pms_sync.resources import SnapshotResource
 
 UPTO_TAG = "pms_sync/events_upto"
 """Run tag of a sensor's run: the last event (seq) it was started for."""
@@ -96,19 +97,10 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         tags={"pms_sync/connection": connection.name},
     )
 
-    @dg.sensor(
-        name=f"{connection.name}_service_events",
-        job=job,
-        minimum_interval_seconds=30,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        required_resource_keys=connection.resources.keys(SNAPSHOT),
-        description=(
-            f"Materializes {key.to_user_string()} when the receiver has stored new events "
-            f"posted to /events/{receiver_path}."
-        ),
-    )
-    def events_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        store = events_store_path(Path(connection.resources.snapshot_of(context).path))
+    def tick(
+        context: dg.SensorEvaluationContext, snapshot: SnapshotResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        store = events_store_path(Path(snapshot.path))
         try:
             last = last_event_seq(store, receiver_path)
         except PmsSyncError as error:  # the receiver is writing a batch: next tick
@@ -125,6 +117,33 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
             ],
             cursor=str(last),
         )
+
+    sensor = dg.sensor(
+        name=f"{connection.name}_service_events",
+        job=job,
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Materializes {key.to_user_string()} when the receiver has stored new events "
+            f"posted to /events/{receiver_path}."
+        ),
+    )
+    # A sensor's resources are its parameters (a sensor called directly passes each required
+    # key as one): the shared snapshot is one, a component's own is a value and needs none.
+    if connection.resources.snapshot is None:
+
+        def shared_snapshot(
+            context: dg.SensorEvaluationContext, snapshot: SnapshotResource
+        ) -> dg.SensorResult | dg.SkipReason:
+            return tick(context, snapshot)
+
+        events_sensor = sensor(shared_snapshot)
+    else:
+
+        def own_snapshot(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+            return tick(context, connection.resources.snapshot_of(context))
+
+        events_sensor = sensor(own_snapshot)
 
     return dg.Definitions(assets=[service_events], jobs=[job], sensors=[events_sensor])
 
