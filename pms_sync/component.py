@@ -31,7 +31,6 @@ import dagster as dg
 from pydantic import BaseModel, Field, TypeAdapter
 
 from connector.contract import Entity
-from connector.snapshot import is_database_url
 from pms_sync.assets import SyncStepEvent
 from pms_sync.connection_resources import ConnectionResources
 from pms_sync.connections import Connection, dagster_name, discover, load_connection
@@ -226,14 +225,15 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def own_resources(self, project_root: Path) -> ConnectionResources:
         """The service and snapshot this component's ``defs.yaml`` sets, over the project's."""
-        snapshot = None
-        if self.snapshot is not None:
-            snapshot = own_snapshot(self.snapshot, self.state_path(project_root))
-            if not is_database_url(snapshot.path):
-                path = (project_root / Path(snapshot.path).expanduser()).resolve()
-                snapshot = SnapshotResource(path=str(path), lock_timeout=snapshot.lock_timeout)
-        service = own_service(self.service) if self.service is not None else None
-        return ConnectionResources(service=service, snapshot=snapshot)
+        state = self.state_path(project_root)
+        return ConnectionResources(
+            service=own_service(self.service) if self.service is not None else None,
+            snapshot=(
+                own_snapshot(self.snapshot, state, project_root)
+                if self.snapshot is not None
+                else None
+            ),
+        )
 
     def state_path(self, project_root: Path) -> Path:
         path = Path(self.state_dir).expanduser()

@@ -369,10 +369,12 @@ def own_service(declared: ServiceResource) -> ServiceResource:
     return ServiceResource(**{**members, **own})
 
 
-def own_snapshot(declared: SnapshotResource, state_dir: Path) -> SnapshotResource:
+def own_snapshot(declared: SnapshotResource, state_dir: Path, root: Path) -> SnapshotResource:
     """A component's own snapshot (its ``defs.yaml``'s ``snapshot:``): the members it sets over
-    the project's, as ``own_service``."""
+    the project's, as ``own_service``; a DuckDB file's path relative to ``root``."""
     own = {name: getattr(declared, name) for name in declared.model_fields_set}
+    if "path" in own and not is_database_url(own["path"]):
+        own["path"] = str((root / Path(own["path"]).expanduser()).resolve())
     return SnapshotResource(**{**_snapshot_members(state_dir), **own})
 
 
@@ -388,7 +390,7 @@ def _service_members() -> dict[str, Any]:
 
 
 def _sandbox_credentials(base_url: str) -> dict[str, Any]:
-    """The local sandbox's published token, which no other service gets."""
+    """The local sandbox's published token and Open API client, which no other service gets."""
     # With an Open API client configured, the accounts' tokens are discovered, and a fixed
     # token would win over them: the demo token serves the local sandbox only.
     if base_url != DEFAULT_BASE_URL:
