@@ -5,29 +5,21 @@ are still given in the run config (real sandboxes on their own ports, real snaps
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import pytest
 import yaml
-from pydantic import TypeAdapter
 
 from connector.config import DEFAULT_BASE_URL
 from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
-from pms_sync.component import PmsSyncComponent
 from pms_sync.partitions import range_tags
 from pms_sync.resources import ServiceResource, SnapshotResource, default_resources
+from tests.dagster.code_location import component
 from tests.dagster.exports import Export, booking, unit
 
 pytestmark = pytest.mark.slow
 
 MARCH = range_tags(dg.PartitionKeyRange("2025-03", "2025-03"))
-
-
-def component(attributes: dict[str, Any]) -> PmsSyncComponent:
-    """The component of these ``defs.yaml`` attributes, validated and resolved as ``dg`` does."""
-    model = TypeAdapter(PmsSyncComponent.model()).validate_python(attributes)
-    return PmsSyncComponent.resolve_from_model(dg.ResolutionContext.default(), model)
 
 
 @pytest.fixture
@@ -148,6 +140,18 @@ def test_an_own_service_takes_the_members_it_sets_over_the_projects(
     assert other is not None and (other.concurrency, other.timeout) == (3, 12.0)
     assert other.token is None and other.open_api is None
     assert slower.own_resources(tmp_path).snapshot is None
+
+
+def test_an_own_snapshot_is_a_file_under_the_project_root_or_a_database(tmp_path: Path) -> None:
+    def own(path: str) -> str:
+        attributes = {"mapping": "m.yaml", "snapshot": {"path": path, "lock_timeout": 5}}
+        snapshot = component(attributes).own_resources(tmp_path).snapshot
+        assert snapshot is not None and snapshot.lock_timeout == 5
+        return snapshot.path
+
+    assert own("state/berlin.duckdb") == str(tmp_path / "state" / "berlin.duckdb")
+    assert own("/srv/berlin.duckdb") == "/srv/berlin.duckdb"
+    assert own("postgresql://sync@db:5432/pms") == "postgresql://sync@db:5432/pms"
 
 
 def test_the_mass_change_approval_is_still_given_in_the_run_config(
