@@ -22,10 +22,11 @@ from connector.records import MappedRecords
 from connector.snapshot import DiscoveredAccount, LockScope
 from pms_sync.account_partitions import register_accounts, run_accounts
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys
+from pms_sync.connection_resources import SERVICE, SNAPSHOT, SOURCES, sources_of
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata
-from pms_sync.resources import ServiceResource, SnapshotResource, SourcesResource
+from pms_sync.resources import ServiceResource, SnapshotResource
 
 CHECK_ACCOUNTS_KNOWN = "accounts_known"
 
@@ -79,26 +80,30 @@ def build_accounts_asset(
     )
     if Entity.ACCOMMODATION in connection.mapping.entities:
 
-        @dg.asset(ins={"mapped": dg.AssetIn(keys.mapped_accommodations)}, **options)
+        @dg.asset(
+            ins={"mapped": dg.AssetIn(keys.mapped_accommodations)},
+            required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT),
+            **options,
+        )
         def accounts_of_units(
-            context: dg.AssetExecutionContext,
-            mapped: MappedBatch,
-            service: ServiceResource,
-            snapshot: SnapshotResource,
+            context: dg.AssetExecutionContext, mapped: MappedBatch
         ) -> Iterator[dg.MaterializeResult]:
+            service = connection.resources.service_of(context)
+            snapshot = connection.resources.snapshot_of(context)
             yield from _materialize(context, connection, mapped.records, service, snapshot)
 
         return accounts_of_units
 
-    @dg.asset(**options)
+    @dg.asset(
+        required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT, SOURCES), **options
+    )
     def accounts_of_reservations(
         context: dg.AssetExecutionContext,
-        service: ServiceResource,
-        snapshot: SnapshotResource,
-        sources: SourcesResource,
     ) -> Iterator[dg.MaterializeResult]:
+        service = connection.resources.service_of(context)
+        snapshot = connection.resources.snapshot_of(context)
         # No units export: the reservations are read whole (no window) for their accounts.
-        with sources.environment():
+        with sources_of(context).environment():
             batches, _ = load_batches(connection.path, entities=[Entity.RESERVATION])
         yield from _materialize(context, connection, batches[Entity.RESERVATION], service, snapshot)
 

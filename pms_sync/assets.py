@@ -38,6 +38,14 @@ from connector.safety.approvals import HeldWork
 from connector.safety.guard import GuardRules
 from connector.snapshot import is_database_url
 from pms_sync.account_partitions import run_accounts
+from pms_sync.connection_resources import (
+    SERVICE,
+    SNAPSHOT,
+    SOURCES,
+    SYNC_CHECKS,
+    sources_of,
+    sync_checks_of,
+)
 from pms_sync.connections import Connection
 from pms_sync.exports import entity_inputs, export_key
 from pms_sync.handoff import MappedBatch, SyncOutcome
@@ -62,7 +70,6 @@ from pms_sync.resources import (
     IO_MANAGER_KEY,
     ServiceResource,
     SnapshotResource,
-    SourcesResource,
     SyncChecksResource,
 )
 from pms_sync.safety import (
@@ -230,6 +237,7 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         # Unpartitioned, but in a backfill of a range of months it joins the months' single
         # run: `dagster asset materialize --select group:<name> --partition-range` is one run.
         backfill_policy=dg.BackfillPolicy.single_run(),
+        required_resource_keys=connection.resources.keys(SOURCES, SNAPSHOT),
         description=(
             f"Accommodations (units) of {connection.mapping.name}, read from the PMS export by "
             f"`{connection.path.name}` and validated against the service's contract; invalid "
@@ -237,13 +245,11 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
         ),
     )
     def mapped_accommodations(
-        context: dg.AssetExecutionContext,
-        config: ExportFilesConfig,
-        sources: SourcesResource,
-        snapshot: SnapshotResource,
+        context: dg.AssetExecutionContext, config: ExportFilesConfig
     ) -> dg.MaterializeResult:
+        snapshot = connection.resources.snapshot_of(context)
         accounts = accounts_of_run(context, connection)
-        with sources.environment():
+        with sources_of(context).environment():
             batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files, accounts)
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
@@ -266,6 +272,7 @@ def _mapped_reservations(
         ],
         # One run per contiguous range: the export is read once for the whole window.
         backfill_policy=dg.BackfillPolicy.single_run(),
+        required_resource_keys=connection.resources.keys(SOURCES, SNAPSHOT),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month, "
             f"read from the PMS export by `{connection.path.name}` and validated; invalid rows "
@@ -273,18 +280,16 @@ def _mapped_reservations(
         ),
     )
     def mapped_reservations(
-        context: dg.AssetExecutionContext,
-        config: ExportFilesConfig,
-        sources: SourcesResource,
-        snapshot: SnapshotResource,
+        context: dg.AssetExecutionContext, config: ExportFilesConfig
     ) -> dg.MaterializeResult:
+        snapshot = connection.resources.snapshot_of(context)
         window = window_of(context.partition_time_window)
         accounts = accounts_of_run(context, connection)
         context.log.info(
             f"mapping reservations with check-in in [{window.start}, {window.end})"
             + (f" of account(s) {', '.join(sorted(accounts))}" if accounts is not None else "")
         )
-        with sources.environment():
+        with sources_of(context).environment():
             batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files, accounts)
         # Each partition's materialization carries its month's (and account's) records and problems.
         by_partition = {}
@@ -531,6 +536,7 @@ def _synced_accommodations(
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
         check_specs=sync_check_specs(keys.synced_accommodations, Entity.ACCOMMODATION),
+        required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT, SYNC_CHECKS),
         description=(
             f"Accommodations of {connection.mapping.name} as acknowledged by the guest-experience "
             "service: new units created, changed ones updated, units gone from a full export "
@@ -538,12 +544,11 @@ def _synced_accommodations(
         ),
     )
     def synced_accommodations(
-        context: dg.AssetExecutionContext,
-        mapped: MappedBatch,
-        service: ServiceResource,
-        snapshot: SnapshotResource,
-        sync_checks: SyncChecksResource,
+        context: dg.AssetExecutionContext, mapped: MappedBatch
     ) -> Iterator[SyncStepEvent]:
+        service = connection.resources.service_of(context)
+        snapshot = connection.resources.snapshot_of(context)
+        sync_checks = sync_checks_of(context)
         steps = _sync_accommodations(context, mapped, service, snapshot, sync_checks)
         yield from execute(context, Entity.ACCOMMODATION, steps)
 
@@ -622,6 +627,7 @@ def _synced_reservations(
         retry_policy=SYNC_RETRY,
         freshness_policy=_freshness(connection),
         check_specs=sync_check_specs(keys.synced_reservations, Entity.RESERVATION, partitions),
+        required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT, SYNC_CHECKS),
         description=(
             f"Reservations of {connection.mapping.name} with check-in in the partition's month as "
             "acknowledged by the service: created, updated, and (if the mapping says so) future "
@@ -632,11 +638,11 @@ def _synced_reservations(
     def synced_reservations(
         context: dg.AssetExecutionContext,
         mapped: MappedBatch,
-        service: ServiceResource,
-        snapshot: SnapshotResource,
-        sync_checks: SyncChecksResource,
         accommodations: SyncOutcome | None = None,
     ) -> Iterator[SyncStepEvent]:
+        service = connection.resources.service_of(context)
+        snapshot = connection.resources.snapshot_of(context)
+        sync_checks = sync_checks_of(context)
         steps = _sync_reservations(context, mapped, service, snapshot, sync_checks, accommodations)
         yield from execute(context, Entity.RESERVATION, steps)
 

@@ -22,6 +22,7 @@ from connector.contract import Entity
 from connector.pipeline import RunOutcome
 from connector.records import MappedRecords, is_status_finding, status_findings, status_message
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys, entities_of
+from pms_sync.connection_resources import SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.handoff import MappedBatch
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, quarantine_share, quarantined_rows
@@ -283,6 +284,7 @@ def _unit_ids_check(
         "name": CHECK_UNIT_IDS,
         "partitions_def": partitions,
         "pool": pool,
+        "required_resource_keys": connection.resources.keys(SNAPSHOT),
         "description": (
             "Every reservation's unitId is a known accommodation of its account: mapped in this "
             "run or acknowledged by the service before. Unknown units would be refused (400)."
@@ -302,16 +304,17 @@ def _unit_ids_check(
             context: dg.AssetCheckExecutionContext,
             mapped: MappedBatch,
             accommodations: MappedBatch | None,
-            snapshot: SnapshotResource,
         ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
+            snapshot = connection.resources.snapshot_of(context)
             yield from _unit_ids_per_month(context, partitions, mapped, snapshot, accommodations)
 
         return unit_ids_known
 
     @dg.asset_check(**options)  # type: ignore[arg-type]
     def unit_ids_known_from_snapshot(
-        context: dg.AssetCheckExecutionContext, mapped: MappedBatch, snapshot: SnapshotResource
+        context: dg.AssetCheckExecutionContext, mapped: MappedBatch
     ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
+        snapshot = connection.resources.snapshot_of(context)
         yield from _unit_ids_per_month(context, partitions, mapped, snapshot, None)
 
     return unit_ids_known_from_snapshot

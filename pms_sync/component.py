@@ -9,6 +9,9 @@ and ``defs/hotel/defs.yaml`` reads::
     type: pms_sync.PmsSyncComponent
     attributes:
       mapping: mapping.yaml          # relative to this file's folder
+      service:                       # optional: this connection's own service
+        base_url: https://guest-service.example
+        token: "{{ env.HOTEL_SYNC_TOKEN }}"
 
 The component builds what pms-sync's own code location builds per mapping file (the asset
 group, its checks, job, nightly schedule, drop-folder sensor and the PMS exports as external
@@ -19,20 +22,42 @@ assets), and the resources every connection shares. pms-sync's own code location
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import dagster as dg
 from pydantic import BaseModel, Field, TypeAdapter
 
 from connector.contract import Entity
 from pms_sync.assets import SyncStepEvent
+from pms_sync.connection_resources import ConnectionResources
 from pms_sync.connections import Connection, dagster_name, discover, load_connection
 from pms_sync.factory import accepted_preview_apis, connection_definitions
-from pms_sync.resources import STATE_DIR_NAME, SnapshotResource, default_resources
+from pms_sync.resources import (
+    STATE_DIR_NAME,
+    ServiceResource,
+    SnapshotResource,
+    default_resources,
+    own_service,
+    own_snapshot,
+)
 
 _TEMPLATE = Path(__file__).parent / "templates" / "mapping.yaml"
+_Resource = TypeVar("_Resource", ServiceResource, SnapshotResource)
+
+
+def _resolved(kind: type[_Resource]) -> Callable[[dg.ResolutionContext, Any], _Resource | None]:
+    """A resource attribute resolved as dagster-sling resolves its ``sling:``: the members
+    ``defs.yaml`` sets, templates such as ``{{ env.NAME }}`` rendered."""
+
+    def resolve(context: dg.ResolutionContext, model: Any) -> _Resource | None:
+        if model is None:
+            return None
+        return kind.model_validate(context.resolve_value(model.model_dump(exclude_unset=True)))
+
+    return resolve
 
 
 class PmsSyncScaffoldParams(BaseModel):
@@ -98,6 +123,33 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         ),
     )
 
+    service: Annotated[
+        ServiceResource | None,
+        dg.Resolver(
+            _resolved(ServiceResource),
+            model_field_type=ServiceResource | None,
+            description=(
+                "This connection's own guest-experience service, for this component only: any "
+                "member of the service resource (base_url, token, concurrency, rate_limits, …) over "
+                "the project's; give the token as \"{{ env.NAME }}\". The project's credentials "
+                "are used only while base_url is the project's. Empty: the project's shared "
+                "`service` resource."
+            ),
+        ),
+    ] = None
+    snapshot: Annotated[
+        SnapshotResource | None,
+        dg.Resolver(
+            _resolved(SnapshotResource),
+            model_field_type=SnapshotResource | None,
+            description=(
+                "This connection's own snapshot, for this component only: path (a DuckDB file "
+                "relative to the project root, or absolute, or a PostgreSQL URL) and lock_timeout. "
+                "Empty: the project's shared `snapshot` resource (state_dir, PMS_SYNC_SNAPSHOT)."
+            ),
+        ),
+    ] = None
+
     partition_by_account: bool | None = Field(
         default=None,
         description=(
@@ -136,17 +188,21 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         resources: Mapping[str, object] | None = None,
     ) -> dg.Definitions:
         """``definitions`` of a connection already loaded from its mapping file."""
+        bound = self.own_resources(project_root)
         connection = replace(
             connection,
             by_account=self.partition_by_account,
             key_prefix=tuple(self.key_prefix),
+            resources=bound,
         )
         if self.name:
             connection = replace(connection, name=dagster_name(self.name))
         if resources is None:
             resources = shared_resources(self.state_path(project_root))
         snapshot = resources.get("snapshot")
-        location = snapshot.path if isinstance(snapshot, SnapshotResource) else None
+        location = bound.snapshot_location or (
+            snapshot.path if isinstance(snapshot, SnapshotResource) else None
+        )
         with accepted_preview_apis():
             own = connection_definitions(connection, location, self.execute)
         return dg.Definitions.merge(own, dg.Definitions(resources=resources))
@@ -166,6 +222,18 @@ class PmsSyncComponent(dg.Component, dg.Model, dg.Resolvable):
         the step succeeded; every event must be yielded, changed or not (docs/dagster.md).
         """
         yield from events
+
+    def own_resources(self, project_root: Path) -> ConnectionResources:
+        """The service and snapshot this component's ``defs.yaml`` sets, over the project's."""
+        state = self.state_path(project_root)
+        return ConnectionResources(
+            service=own_service(self.service) if self.service is not None else None,
+            snapshot=(
+                own_snapshot(self.snapshot, state, project_root)
+                if self.snapshot is not None
+                else None
+            ),
+        )
 
     def state_path(self, project_root: Path) -> Path:
         path = Path(self.state_dir).expanduser()

@@ -8,16 +8,26 @@ files (value lists, samples) next to its mapping without them being taken for co
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from connector.config import InputSection
 from connector.errors import ConfigError
 
+if TYPE_CHECKING:
+    from pms_sync.connection_resources import ConnectionResources
+
 MAPPINGS_DIR_VARIABLE = InputSection.variable("mappings_dir")
+
+
+def _the_projects() -> ConnectionResources:
+    # Imported when called: the resources' module imports this one's dependents in turn.
+    from pms_sync.connection_resources import ConnectionResources
+
+    return ConnectionResources()
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,8 @@ class Connection:
     by_account: bool | None = None
     # The component's ``key_prefix``: segments before the name in every asset key.
     key_prefix: tuple[str, ...] = ()
+    # The component's own service and snapshot, if its defs.yaml sets them.
+    resources: ConnectionResources = field(default_factory=_the_projects)
 
     def asset_key(self, *parts: str) -> dg.AssetKey:
         """An asset key of this connection: ``[*key_prefix, name, *parts]``."""

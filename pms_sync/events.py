@@ -16,6 +16,7 @@ import dagster as dg
 
 from connector.errors import PmsSyncError
 from connector.events import events_store_path, last_event_seq, new_events, write_new_events
+from pms_sync.connection_resources import SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
 from pms_sync.resources import SnapshotResource
@@ -37,16 +38,15 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         key=key,
         group_name=connection.name,
         kinds={"duckdb"},
+        required_resource_keys=connection.resources.keys(SNAPSHOT),
         description=(
             f"Outgoing events of the service for {mapping.name} (reservationCreated, "
             "guestLinkOpenedCheckIn, …), as the receiver stored them, once each"
             + (", written back to the PMS." if destinations else ".")
         ),
     )
-    def service_events(
-        context: dg.AssetExecutionContext, snapshot: SnapshotResource
-    ) -> dg.MaterializeResult:
-        store = events_store_path(Path(snapshot.path))
+    def service_events(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        store = events_store_path(Path(connection.resources.snapshot_of(context).path))
         tag = context.run.tags.get(UPTO_TAG)
         upto = int(tag) if tag and tag.isdigit() else None
         report = None
@@ -97,17 +97,7 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
         tags={"pms_sync/connection": connection.name},
     )
 
-    @dg.sensor(
-        name=f"{connection.name}_service_events",
-        job=job,
-        minimum_interval_seconds=30,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=(
-            f"Materializes {key.to_user_string()} when the receiver has stored new events "
-            f"posted to /events/{receiver_path}."
-        ),
-    )
-    def events_sensor(
+    def tick(
         context: dg.SensorEvaluationContext, snapshot: SnapshotResource
     ) -> dg.SensorResult | dg.SkipReason:
         store = events_store_path(Path(snapshot.path))
@@ -127,6 +117,33 @@ def build_events_definitions(connection: Connection) -> dg.Definitions:
             ],
             cursor=str(last),
         )
+
+    sensor = dg.sensor(
+        name=f"{connection.name}_service_events",
+        job=job,
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Materializes {key.to_user_string()} when the receiver has stored new events "
+            f"posted to /events/{receiver_path}."
+        ),
+    )
+    # A sensor's resources are its parameters (a sensor called directly passes each required
+    # key as one): the shared snapshot is one, a component's own is a value and needs none.
+    if connection.resources.snapshot is None:
+
+        def shared_snapshot(
+            context: dg.SensorEvaluationContext, snapshot: SnapshotResource
+        ) -> dg.SensorResult | dg.SkipReason:
+            return tick(context, snapshot)
+
+        events_sensor = sensor(shared_snapshot)
+    else:
+
+        def own_snapshot(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+            return tick(context, connection.resources.snapshot_of(context))
+
+        events_sensor = sensor(own_snapshot)
 
     return dg.Definitions(assets=[service_events], jobs=[job], sensors=[events_sensor])
 

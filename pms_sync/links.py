@@ -16,9 +16,9 @@ from connector.contract import Entity
 from connector.links import LinksPolicy, LinksReport, links_for_mapping
 from connector.plan import Budget, format_duration
 from pms_sync.assets import SNAPSHOT_POOL, connection_keys
+from pms_sync.connection_resources import SERVICE, SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
-from pms_sync.resources import ServiceResource, SnapshotResource
 
 DEFAULT_MAX_DURATION_S = 300.0
 """A links step holds the snapshot pool: by default it starts no request after 5 minutes and
@@ -58,6 +58,7 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
         group_name=connection.name,
         kinds={"duckdb"},
         pool=SNAPSHOT_POOL,
+        required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT),
         description=(
             f"Guest-app, chat and online check-in links of {mapping.name}'s arrivals in the "
             f"next {mapping.links.days_ahead} days, fetched from the service's Open API and "
@@ -65,12 +66,10 @@ def build_links_definitions(connection: Connection) -> dg.Definitions:
         ),
     )
     def guest_links(
-        context: dg.AssetExecutionContext,
-        config: GuestLinksConfig,
-        service: ServiceResource,
-        snapshot: SnapshotResource,
+        context: dg.AssetExecutionContext, config: GuestLinksConfig
     ) -> dg.MaterializeResult:
-        settings = service.settings(snapshot)
+        resources = connection.resources
+        settings = resources.service_of(context).settings(resources.snapshot_of(context))
         policy = LinksPolicy.from_settings(mapping.links).overridden(days_ahead=config.days_ahead)
         report = links_for_mapping(
             mapping,

@@ -340,24 +340,72 @@ def default_resources(state_dir: Path | None = None) -> dict[str, object]:
     ``state_dir`` holds the snapshot and the step outputs (default ``./.pms-sync``).
     """
     state_dir = state_dir if state_dir is not None else Path(STATE_DIR_NAME).resolve()
-    service = ServiceSection.read()
-    run = RunSection.read()
-    open_api = default_open_api(service.base_url)
-    # The demo token serves the local sandbox only: with an Open API client configured, the
-    # accounts' tokens are discovered, and a fixed token would win over them.
-    fallback_token = SANDBOX_TOKEN if service.base_url == DEFAULT_BASE_URL else None
-    members = _projected("service", service, run)
-    members.setdefault("token", fallback_token)
-    snapshot = _projected("snapshot", run)
-    snapshot.setdefault("path", str(state_dir / "snapshot.duckdb"))
+    service = _service_members()
     return {
-        "open_api": open_api,
-        "service": ServiceResource(open_api=open_api, **members),
-        "snapshot": SnapshotResource(**snapshot),
+        "open_api": service["open_api"],
+        "service": ServiceResource(**service),
+        "snapshot": SnapshotResource(**_snapshot_members(state_dir)),
         "sources": SourcesResource(),
-        "sync_checks": SyncChecksResource(**_projected("sync_checks", run)),
+        "sync_checks": SyncChecksResource(**_projected("sync_checks", RunSection.read())),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state_dir / "dagster-io")),
     }
+
+
+CREDENTIALS = ("token", "tokens_file", "account_token_env", "open_api")
+"""The service's members that belong to one service: never handed to another base URL."""
+
+
+def own_service(declared: ServiceResource) -> ServiceResource:
+    """A component's own service (its ``defs.yaml``'s ``service:``): the members it sets over
+    the project's (the embedded defaults, the ``PMS_SYNC_*`` variables). The project's
+    credentials come along only while the base URL is the project's; another service gets the
+    credentials it is given (the local sandbox its published demo ones)."""
+    members = _service_members()
+    own = {name: getattr(declared, name) for name in declared.model_fields_set}
+    base_url = own.get("base_url", members["base_url"])
+    if base_url != members["base_url"]:
+        members = {k: v for k, v in members.items() if k not in CREDENTIALS}
+        members.update(_sandbox_credentials(base_url))
+    return ServiceResource(**{**members, **own})
+
+
+def own_snapshot(declared: SnapshotResource, state_dir: Path, root: Path) -> SnapshotResource:
+    """A component's own snapshot (its ``defs.yaml``'s ``snapshot:``): the members it sets over
+    the project's, as ``own_service``; a DuckDB file's path relative to ``root``."""
+    own = {name: getattr(declared, name) for name in declared.model_fields_set}
+    if "path" in own and not is_database_url(own["path"]):
+        own["path"] = str((root / Path(own["path"]).expanduser()).resolve())
+    return SnapshotResource(**{**_snapshot_members(state_dir), **own})
+
+
+def _service_members() -> dict[str, Any]:
+    """The shared service's members: the ``PMS_SYNC_*`` variables over the embedded defaults."""
+    service = ServiceSection.read()
+    members = _projected("service", service, RunSection.read())
+    members.setdefault("base_url", service.base_url)
+    members.setdefault("open_api", default_open_api(service.base_url))
+    for name, value in _sandbox_credentials(service.base_url).items():
+        members.setdefault(name, value)
+    return members
+
+
+def _sandbox_credentials(base_url: str) -> dict[str, Any]:
+    """The local sandbox's published token and Open API client, which no other service gets."""
+    # With an Open API client configured, the accounts' tokens are discovered, and a fixed
+    # token would win over them: the demo token serves the local sandbox only.
+    if base_url != DEFAULT_BASE_URL:
+        return {}
+    client_id, client_secret = SANDBOX_CLIENT
+    return {
+        "token": SANDBOX_TOKEN,
+        "open_api": OpenApiResource(client_id=client_id, client_secret=client_secret),
+    }
+
+
+def _snapshot_members(state_dir: Path) -> dict[str, Any]:
+    members = _projected("snapshot", RunSection.read())
+    members.setdefault("path", str(state_dir / "snapshot.duckdb"))
+    return members
 
 
 def default_open_api(base_url: str) -> OpenApiResource:

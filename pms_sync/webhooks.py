@@ -12,9 +12,9 @@ import dagster as dg
 
 from connector.plan import render_value
 from connector.webhooks import WebhooksReport, apply_webhooks_file
+from pms_sync.connection_resources import SERVICE, SNAPSHOT
 from pms_sync.connections import Connection
 from pms_sync.metadata import SAMPLE_ROWS, markdown_table, masked_metadata, masked_text
-from pms_sync.resources import ServiceResource, SnapshotResource
 
 
 def build_webhooks_definitions(connection: Connection) -> dg.Definitions:
@@ -27,15 +27,16 @@ def build_webhooks_definitions(connection: Connection) -> dg.Definitions:
         key=connection.asset_key("webhooks"),
         group_name=connection.name,
         kinds={"yaml"},
+        required_resource_keys=connection.resources.keys(SERVICE, SNAPSHOT),
         description=(
             f"The outgoing-webhook configurations of {mapping.name} at the service, as its "
             f"webhooks file `{path.name}` declares them (created, updated, deleted by name)."
         ),
     )
-    def webhooks(
-        context: dg.AssetExecutionContext, service: ServiceResource, snapshot: SnapshotResource
-    ) -> dg.MaterializeResult:
-        report = apply_webhooks_file(path, service.settings(snapshot))
+    def webhooks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resources = connection.resources
+        settings = resources.service_of(context).settings(resources.snapshot_of(context))
+        report = apply_webhooks_file(path, settings)
         metadata = webhooks_metadata(report)
         if report.stopped or report.failed:
             problems = report.stopped or "; ".join(

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from connector.sandbox.testing import SandboxHandle
+from connector.sandbox.testing import SandboxHandle, multi_account_config, running_sandbox
 from tests.dagster.exports import BOOKING_COLUMNS, UNIT_COLUMNS
 
 pytestmark = pytest.mark.slow
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The pms-sync under test: ahead of any pms-sync the environment has installed (an editable
+install of another checkout would stand in for it in the ``dg`` subprocesses)."""
 
 PYPROJECT = """\
 [project]
@@ -65,7 +69,7 @@ def dg(
         **(env or {}),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "VIRTUAL_ENV": str(bin_dir.parent),
-        "PYTHONPATH": str(project / "src"),
+        "PYTHONPATH": os.pathsep.join([str(project / "src"), str(CHECKOUT)]),
         "DAGSTER_HOME": str(project / ".dagster_home"),
         "NO_COLOR": "1",
     }
@@ -235,6 +239,63 @@ def test_dg_launch_runs_the_connections_job_in_one_process_and_syncs_it(
     assert months == {f"2025-{month:02d}" for month in range(1, 13)}
 
 
+def test_two_components_with_their_own_services_each_push_to_theirs(
+    project: Path, tmp_path: Path
+) -> None:
+    # Two connections of one project, each with `service:` in its defs.yaml naming a service
+    # of its own (two sandboxes on their own ports); munich keeps its own snapshot too. The
+    # project's service is an address nobody answers on: nothing may be sent there.
+    defs = project / "src" / "guest_sync" / "defs"
+    own = {
+        "berlin": '  service:\n    base_url: {url}\n    token: "{{{{ env.BERLIN_SYNC_TOKEN }}}}"\n',
+        "munich": (
+            "  service:\n    base_url: {url}\n    token: demo-token\n    concurrency: 2\n"
+            "  snapshot:\n    path: munich.duckdb\n"
+        ),
+    }
+    env = {
+        "BERLIN_SYNC_TOKEN": "demo-token",
+        "PMS_SYNC_BASE_URL": "http://127.0.0.1:9",
+        "PMS_SYNC_SNAPSHOT": str(project / "snapshot.duckdb"),
+    }
+    with (
+        running_sandbox(tmp_path / "berlin-service", multi_account_config()) as berlin,
+        running_sandbox(tmp_path / "munich-service", multi_account_config()) as munich,
+    ):
+        services = {"berlin": berlin, "munich": munich}
+        for name, sandbox in services.items():
+            scaffolded = dg(project, "scaffold", "defs", "pms_sync.PmsSyncComponent", name)
+            assert scaffolded.returncode == 0, scaffolded.stderr
+            (defs / name / "units.csv").write_text(STARTER_UNITS)
+            (defs / name / "bookings.csv").write_text(STARTER_BOOKINGS)
+            with (defs / name / "defs.yaml").open("a") as file:
+                file.write(own[name].format(url=sandbox.base_url))
+
+        checked = dg(project, "check", "defs", env=env)
+        listed = dg(project, "list", "defs", "--json", env=env)
+        launched = {
+            name: dg(
+                project,
+                *("launch", "--job", f"{name}_sync", "--partition-range", "2025-01...2025-12"),
+                env=env,
+            )
+            for name in services
+        }
+
+        assert checked.returncode == 0, checked.stdout[-3000:]
+        assert listed.returncode == 0, listed.stderr[-3000:]
+        keys = {asset["asset_key"] for asset in json.loads(listed.stdout)["assets"]}
+        assert {"berlin/synced_reservations", "munich/synced_reservations"} <= keys
+        for result in launched.values():
+            assert result.returncode == 0, result.stderr[-3000:]
+        # Each service holds its own connection's units and stays, once.
+        for sandbox in services.values():
+            assert sandbox.count("demo", "accommodation") == 2
+            assert sandbox.count("demo", "reservation") == 2
+    assert (project / "munich.duckdb").is_file()
+    assert (project / "snapshot.duckdb").is_file()
+
+
 def test_post_processing_in_defs_yaml_sets_groups_tags_and_owners(project: Path) -> None:
     # Dagster's own asset post-processors (`post_processing:` beside `attributes:`), as
     # dagster-sling's and dagster-dlt's components take them: here every asset of the
@@ -290,7 +351,7 @@ def job_assets(project: Path, job: str) -> set[str]:
     """The asset keys a job of the project materializes, as its code location loads them."""
     listed = subprocess.run(
         [sys.executable, "-c", JOB_ASSETS, job],
-        env={**os.environ, "PYTHONPATH": str(project / "src")},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(project / "src"), str(CHECKOUT)])},
         capture_output=True,
         text=True,
         check=True,

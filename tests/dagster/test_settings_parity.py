@@ -18,6 +18,7 @@ from connector.client import DEFAULT_BASE_URL
 from connector.config import SECTIONS, Section
 from connector.errors import ConfigError
 from connector.settings import load_settings
+from pms_sync.component import PmsSyncComponent
 from pms_sync.resources import (
     OpenApiResource,
     ServiceResource,
@@ -256,3 +257,17 @@ def test_a_members_former_name_is_still_read_and_a_conflict_refused(tmp_path: Pa
 
     with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="disagree"):
         ServiceResource(max_duration=90, max_duration_s=60).settings(snapshot)
+
+
+def test_the_components_own_service_and_snapshot_take_the_resources_members_and_defaults() -> None:
+    # defs.yaml's `service:` and `snapshot:` are the resources themselves: no member or
+    # default of their own, so what the settings model declares is what dg validates.
+    schema = PmsSyncComponent.model().model_json_schema()
+    for attribute, resource in (("service", ServiceResource), ("snapshot", SnapshotResource)):
+        options = schema["properties"][attribute]["anyOf"]
+        assert {"$ref": f"#/$defs/{resource.__name__}"} in options
+        assert set(schema["$defs"][resource.__name__]["properties"]) == set(resource.model_fields)
+    for section, field, resource, member in _members():
+        if resource in (ServiceResource, SnapshotResource):
+            documented = schema["$defs"][resource.__name__]["properties"][member]
+            assert documented.get("default") == section.default(field), member

@@ -23,7 +23,7 @@ from pms_sync.resources import (
     SyncChecksResource,
 )
 from pms_sync.storage import MappedRecordsIOManager
-from tests.dagster.code_location import code_location
+from tests.dagster.code_location import code_location, component
 from tests.loop.loop_samples import (
     RECEIVER_SECRET,
     arrivals,
@@ -225,3 +225,33 @@ def test_a_destination_that_cannot_be_written_fails_the_run_and_keeps_its_events
     found = metadata(fixed, "service_events")
     assert (found["received"], found["written"], found["after_seq"]) == (2, 2, 0)
     assert len(pd.read_csv(blocked)) == 2
+
+
+def test_a_component_with_its_own_snapshot_senses_the_events_stored_next_to_it(
+    clean_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    # The receiver stores events next to the snapshot: a component's own snapshot (a value,
+    # no resource key) has its own store, which its sensor reads with no resource given.
+    folder = connection(tmp_path, arrivals([1]))
+    own = tmp_path / "own"
+    own.mkdir()
+    hotel = component(
+        {"mapping": str(folder / "hotel" / "mapping.yaml"), "snapshot": {"path": "own/s.duckdb"}}
+    )
+    defs = hotel.definitions(
+        folder / "hotel" / "mapping.yaml", tmp_path, resources(clean_sandbox, tmp_path)
+    )
+    sensor = defs.resolve_sensor_def("hotel_service_events")
+    instance = dg.DagsterInstance.ephemeral()
+    post_events(own / "events.duckdb", 1, 2, 3)
+    post_events(tmp_path / "events.duckdb", 1)
+
+    tick = sensor(dg.build_sensor_context(instance=instance))
+    (request,) = tick.run_requests
+    result = defs.resolve_job_def("hotel_events").execute_in_process(
+        instance=instance, tags=request.tags
+    )
+
+    assert sensor.required_resource_keys == set()
+    assert tick.cursor == "3"
+    assert metadata(result, "service_events")["received"] == 3
