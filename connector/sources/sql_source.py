@@ -6,8 +6,9 @@ reader cannot render exactly go through SQLAlchemy. Both give every value the sa
 
 The URL comes from the mapping (normally ``${PMS_DB_URL}``); it never appears in an error with
 its password, and the password is registered as a secret (masked in every sink). An optional
-cursor column makes a read incremental: the caller passes the last value it saw as ``since``
-and only newer rows are read.
+cursor column makes a read incremental: the caller passes the largest value the last read saw
+as ``since``, and every row of a key (``cursor_key``) that has a row with a cursor at least
+``since`` is read, bound as a parameter (``connector.sources.cursors``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from connector.sources.base import (
     text_column_sql,
     text_frame,
 )
+from connector.sources.cursors import CursorValue
 
 _log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class SqlSource(Source):
         query: str | None = None,
         params: dict[str, Any] | None = None,
         cursor: str | None = None,
+        cursor_key: str | None = None,
         null_values: list[str] | tuple[str, ...] = ("",),
         chunk_size: int = 50_000,
         base_dir: Path | None = None,
@@ -75,6 +78,7 @@ class SqlSource(Source):
         self.query = query
         self.params = dict(params or {})
         self.cursor = cursor
+        self.cursor_key = cursor_key
         self.null_values = set(null_values)
         self.chunk_size = chunk_size
         self.reader: SqlReader = reader
@@ -108,8 +112,22 @@ class SqlSource(Source):
         if since is not None:
             if self.cursor is None:
                 raise SourceError("a since value needs a cursor column", source=self.name)
-            column = self.engine.dialect.identifier_preparer.quote(self.cursor)
-            sql += f" WHERE pms_sync_input.{column} > :pms_sync_since"
+            quote = self.engine.dialect.identifier_preparer.quote
+            column = quote(self.cursor)
+            # >=: rows written in the same instant as the last read's largest value are read
+            # again rather than missed; unchanged, they come to nothing in the diff.
+            changed = f"pms_sync_changed.{column} >= :pms_sync_since"
+            if self.cursor_key is None:
+                sql += f" WHERE pms_sync_input.{column} >= :pms_sync_since"
+            else:
+                # Every row of a key with a changed row: a record is built from all its rows.
+                key = quote(self.cursor_key)
+                sql += (
+                    f" WHERE pms_sync_input.{key} IN (SELECT pms_sync_changed.{key} FROM "
+                    f"({self._base_sql()}) AS pms_sync_changed WHERE {changed})"
+                )
+            if isinstance(since, CursorValue):
+                since = since.bound(self.engine.url.get_backend_name())
             params["pms_sync_since"] = since
         return sql, params
 
@@ -123,12 +141,13 @@ class SqlSource(Source):
             raise SourceError(
                 f"cannot query {safe_url(self.url)}: {_first_line(error)}", source=self.name
             ) from None
-        if self.cursor is not None and self.cursor not in names:
-            raise SourceError(
-                f"cursor column {self.cursor!r} is not among the columns {names}",
-                source=self.name,
-                field=self.cursor,
-            )
+        for column in (self.cursor, self.cursor_key):
+            if column is not None and column not in names:
+                raise SourceError(
+                    f"cursor column {column!r} is not among the columns {names}",
+                    source=self.name,
+                    field=column,
+                )
         return names
 
     def _frames(self, columns: list[str], since: Any) -> Iterator[tuple[str, pd.DataFrame]]:

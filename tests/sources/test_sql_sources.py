@@ -92,12 +92,13 @@ def test_a_query_takes_bound_parameters() -> None:
     assert {row[1] for row in read(source)} == {"3"}
 
 
-def test_a_cursor_reads_only_rows_newer_than_since() -> None:
+def test_a_cursor_reads_only_rows_at_or_after_since() -> None:
     source = SqlSource("units", SQLITE_URL, table="units", cursor="updated_at")
     everything = read(source)
     newer = read(source, since="2025-01-01 08:00:00")
     assert len(everything) == 12
-    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    # The boundary row is read again: unchanged, the diff makes it a skip.
+    assert [row[0] for row in newer] == ["8", "9", "10", "11", "12"]
     assert source.max_cursor() == "2025-01-01 12:00:00"
 
 
@@ -127,7 +128,7 @@ def test_since_passed_to_map_records_reaches_the_cursor(tmp_path: Path) -> None:
     )
     mapping = load_mapping(tmp_path / "units.yaml")
     batch = map_records(mapping, since={"units": datetime(2025, 1, 1, 10)})[Entity.ACCOMMODATION]
-    assert sorted(batch.records["record_id"]) == ["11", "12"]
+    assert sorted(batch.records["record_id"]) == ["10", "11", "12"]
     with pytest.raises(MappingError, match="since"):
         map_records(mapping, since={"rooms": 1})
 
@@ -157,7 +158,7 @@ def test_postgresql_holding_the_same_schema_maps_to_the_same_records(
 def test_postgresql_cursor_and_parameters_work_over_a_real_connection(postgres_url: str) -> None:
     source = SqlSource("units", postgres_url, table="units", cursor="updated_at", chunk_size=5)
     newer = read(source, since=datetime(2025, 1, 1, 8))
-    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    assert [row[0] for row in newer] == ["8", "9", "10", "11", "12"]
     assert newer[0][-1] == 1
 
 
