@@ -55,6 +55,7 @@ from connector.snapshot import (
     snapshot_location,
     state_dir,
 )
+from connector.sources.cursors import parse_interval
 
 DEFAULT_SNAPSHOT = Path(_DEFAULT_SNAPSHOT)
 
@@ -73,6 +74,10 @@ class SyncSettings:
     # The rolling refresh (docs/drift.md). Off unless set: load_settings turns it on for a
     # remote service.
     refresh: RefreshPolicy = field(default_factory=RefreshPolicy)
+    # Incremental reads of SQL inputs with a cursor (connector.pipeline._incremental): a full
+    # read when the last one is this many seconds old (0: always), or ``full_read``.
+    full_read_interval_s: float = 7 * 86400.0
+    full_read: bool = False
 
 
 def load_settings(
@@ -93,6 +98,8 @@ def load_settings(
     refresh: str | None = None,
     refresh_max: int | None = None,
     max_duration: str | float | None = None,
+    full_read_interval: str | None = None,
+    full_read: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables (``env``; None: the
@@ -127,6 +134,8 @@ def load_settings(
             "refresh": refresh,
             "refresh_max": refresh_max,
             "max_duration": max_duration,
+            "full_read_interval": full_read_interval,
+            "full_read": full_read,
         },
     )
     return sync_settings(service, open_api, run)
@@ -186,6 +195,8 @@ def sync_settings(
             offboard=open_api.offboard_properties, update_sub_units=open_api.update_sub_units
         ),
         refresh=refresh_policy(client, run),
+        full_read_interval_s=parse_interval(run.full_read_interval),
+        full_read=run.full_read,
     )
 
 
