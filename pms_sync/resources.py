@@ -31,6 +31,7 @@ from connector.config import (
     environment_without_dagster_member,
 )
 from connector.errors import ConfigError
+from connector.pipeline import ReadOptions
 from connector.plan import Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
@@ -49,6 +50,7 @@ from connector.snapshot import (
     snapshot_location,
     state_dir,
 )
+from connector.sources.cursors import parse_interval
 from pms_sync.storage import MappedRecordsIOManager
 
 STATE_DIR_NAME = ".pms-sync"
@@ -354,7 +356,7 @@ def default_resources(state_dir: Path | None = None) -> dict[str, object]:
         "open_api": open_api,
         "service": ServiceResource(open_api=open_api, **members),
         "snapshot": SnapshotResource(**snapshot),
-        "sources": SourcesResource(),
+        "sources": SourcesResource(**_projected("sources", run)),
         "sync_checks": SyncChecksResource(**_projected("sync_checks", run)),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state_dir / "dagster-io")),
     }
@@ -419,6 +421,25 @@ class SourcesResource(dg.ConfigurableResource):
         default_factory=dict,
         description="Variables the mapping files reference as ${NAME}, name -> value.",
     )
+    full_read_interval: str = Field(
+        default=RunSection.default("full_read_interval"),
+        description="An SQL input with a cursor is read in full (finding deletions) when its "
+        "last full read is this old: '7d', '12h', '90m', seconds; '0' or 'off': always in "
+        "full. Otherwise a run reads the rows changed since the last acknowledged run.",
+    )
+    full_read: bool = Field(
+        default=RunSection.default("full_read"),
+        description="Read every SQL input with a cursor in full (one run: the mapped assets' "
+        "run config `full_read`).",
+    )
+
+    def read_options(self, full_read: bool = False) -> ReadOptions:
+        """How a mapping step reads its SQL inputs with a cursor; ``full_read``: the run's."""
+        interval = RunSection.read({}, {"full_read_interval": self.full_read_interval})
+        return ReadOptions(
+            full_read=self.full_read or full_read,
+            interval_s=parse_interval(interval.full_read_interval),
+        )
 
     @contextmanager
     def environment(self) -> Iterator[None]:
