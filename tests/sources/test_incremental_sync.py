@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,106 +26,10 @@ import sqlalchemy as sa
 
 from connector.sandbox.testing import SandboxHandle, running_sandbox
 from connector.snapshot import Snapshot
+from tests.sources.incremental_pms import START, load, write_mapping
 from tests.sources.servers import mariadb_database, postgres_schema
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-START = datetime(2026, 1, 1, 8)
-STAMP = "TIMESTAMP"  # MariaDB: DATETIME (TIMESTAMP has update semantics there)
-
-UNITS = [(unit, f"Flat {unit}", START + timedelta(minutes=unit)) for unit in range(1, 7)]
-# Booking B2 has two rooms: a record built from two rows.
-BOOKINGS = [
-    (1, "B1", 1, "2030-07-01", "2030-07-03", 2, START),
-    (2, "B2", 2, "2030-07-05", "2030-07-08", 1, START + timedelta(minutes=1)),
-    (3, "B2", 3, "2030-07-05", "2030-07-08", 2, START + timedelta(minutes=1)),
-    (4, "B3", 4, "2030-08-01", "2030-08-04", 3, START + timedelta(minutes=2)),
-    (5, "B4", 5, "2030-09-01", "2030-09-02", 1, START + timedelta(minutes=3)),
-]
-
-
-def _schema(dialect: str) -> list[str]:
-    stamp = "DATETIME" if dialect in ("mysql", "mariadb") else STAMP
-    return [
-        f"CREATE TABLE units (id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL, "
-        f"updated_at {stamp} NOT NULL)",
-        "CREATE TABLE bookings (row_id INTEGER PRIMARY KEY, booking_ref VARCHAR(10) NOT NULL, "
-        "unit_id INTEGER NOT NULL, arrival DATE NOT NULL, departure DATE NOT NULL, "
-        f"adults INTEGER NOT NULL, updated_at {stamp} NOT NULL)",
-    ]
-
-
-def _load(url: str) -> sa.Engine:
-    engine = sa.create_engine(url)
-    with engine.begin() as connection:
-        for statement in _schema(engine.dialect.name):
-            connection.execute(sa.text(statement))
-        connection.execute(
-            sa.text("INSERT INTO units VALUES (:id, :name, :at)"),
-            [{"id": u, "name": n, "at": at} for u, n, at in UNITS],
-        )
-        connection.execute(
-            sa.text("INSERT INTO bookings VALUES (:r, :b, :u, :a, :d, :n, :at)"),
-            [
-                {"r": r, "b": b, "u": u, "a": a, "d": d, "n": n, "at": at}
-                for r, b, u, a, d, n, at in BOOKINGS
-            ],
-        )
-    return engine
-
-
-def _mapping(folder: Path, url: str) -> Path:
-    document = {
-        "name": "incremental",
-        "account": {"constant": "demo"},
-        "inputs": {
-            "units": {"type": "sql", "url": url, "table": "units", "cursor": "updated_at"},
-            "bookings": {
-                "type": "sql",
-                "url": url,
-                "table": "bookings",
-                "cursor": {"column": "updated_at", "key": "booking_ref"},
-            },
-        },
-        "entities": {
-            "accommodation": {
-                "input": "units",
-                "fields": {
-                    "id": "id",
-                    "name": "name",
-                    "street": {"constant": "Main Street"},
-                    "streetNumber": {"constant": "1"},
-                    "country": {"constant": "DE"},
-                    "city": {"constant": "Berlin"},
-                    "wifiName": {"constant": "net"},
-                    "wifiCode": {"constant": "secret"},
-                    "doorCode": {"constant": "1234"},
-                },
-            },
-            "reservation": {
-                "input": "bookings",
-                "on_missing": "cancel_future",
-                "fields": {
-                    "id": "booking_ref",
-                    "status": {"constant": "CONFIRMED"},
-                    "createdAt": {"constant": "2025-01-01T00:00:00Z"},
-                    "primaryGuest": {"firstName": {"constant": "Ann"}},
-                    "unitReservations": {
-                        "fields": {
-                            "id": "row_id",
-                            "unitId": "unit_id",
-                            "unitName": {"constant": "Flat"},
-                            "adults": "adults",
-                            "checkin": "arrival",
-                            "checkout": "departure",
-                        }
-                    },
-                },
-            },
-        },
-    }
-    path = folder / "mapping.yaml"
-    path.write_text(json.dumps(document, indent=2))  # JSON is YAML
-    return path
 
 
 # -- fixtures ---------------------------------------------------------------------------------
@@ -140,20 +44,20 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHandle]
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
     if request.param == "sqlite":
-        engine = _load(f"sqlite:///{tmp_path / 'pms.sqlite'}")
+        engine = load(f"sqlite:///{tmp_path / 'pms.sqlite'}")
         yield engine
         engine.dispose()
         return
     opened = postgres_schema if request.param == "postgresql" else mariadb_database
     with opened("pms_sync_incremental") as url:
-        engine = _load(url)
+        engine = load(url)
         yield engine
         engine.dispose()
 
 
 @pytest.fixture
 def sqlite_database(tmp_path: Path) -> Iterator[sa.Engine]:
-    engine = _load(f"sqlite:///{tmp_path / 'pms.sqlite'}")
+    engine = load(f"sqlite:///{tmp_path / 'pms.sqlite'}")
     yield engine
     engine.dispose()
 
@@ -218,7 +122,7 @@ def test_an_incremental_run_sends_exactly_the_changes_and_a_full_read_finds_dele
     database: sa.Engine, sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     sandbox.reset()
-    mapping = _mapping(tmp_path, database.url.render_as_string(hide_password=False))
+    mapping = write_mapping(tmp_path, database.url.render_as_string(hide_password=False))
 
     first = _sync(mapping, sandbox)
     assert first["status"] == "succeeded", first
@@ -273,7 +177,7 @@ def test_the_full_read_interval_elapsed_reads_in_full(
     sqlite_database: sa.Engine, sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     sandbox.reset()
-    mapping = _mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
+    mapping = write_mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
     _sync(mapping, sandbox)
     _execute(sqlite_database, "DELETE FROM units WHERE id = 6")  # no stays in it
 
@@ -292,7 +196,7 @@ def test_a_failed_push_leaves_the_cursor_and_the_next_run_sends_the_change(
     sqlite_database: sa.Engine, sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     sandbox.reset()
-    mapping = _mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
+    mapping = write_mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
     _sync(mapping, sandbox)
     before = _cursors(mapping)
 
@@ -321,7 +225,7 @@ def test_a_run_killed_mid_push_leaves_the_cursor_and_the_next_run_sends_the_chan
     sqlite_database: sa.Engine, sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     sandbox.reset()
-    mapping = _mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
+    mapping = write_mapping(tmp_path, sqlite_database.url.render_as_string(hide_password=False))
     _sync(mapping, sandbox)
     before = _cursors(mapping)
 
