@@ -698,7 +698,9 @@ def _read_of(
         mode=ReadMode.FULL if since is None else ReadMode.INCREMENTAL,
         rows=rows,
         since=since if isinstance(since, CursorValue) else None,
-        upto=largest_cursor(connection, table_name(name), source.cursor),
+        upto=largest_cursor(
+            connection, table_name(name), source.cursor, text=source.cursor_is_text
+        ),
         key=source.cursor_key,
     )
 

@@ -50,11 +50,14 @@ class CursorValue:
     text: str
     kind: CursorKind
 
-    def bound(self, backend: str) -> Any:
+    def bound(self, backend: str, *, text: bool = False) -> Any:
         """The value to bind for a database of SQLAlchemy backend ``backend``: of the column's
-        Python type, but texts on SQLite, which holds dates and times as text and compares
-        them as text (its driver's date adapters are deprecated)."""
+        Python type, but the text for a column of text (``text``) and on SQLite, which holds
+        dates and times as text and compares them so (its driver's date adapters are
+        deprecated)."""
         kind = self.kind
+        if text:
+            return self.text
         if kind == CursorKind.INTEGER:
             return int(self.text)
         if kind == CursorKind.DECIMAL:
@@ -112,13 +115,17 @@ _OFFSET = r"([+-][0-9]{2}(:?[0-9]{2})?|Z)$"
 
 
 def largest_cursor(
-    connection: duckdb.DuckDBPyConnection, table: str, column: str
+    connection: duckdb.DuckDBPyConnection, table: str, column: str, *, text: bool = False
 ) -> CursorValue | None:
     """The largest value of ``column`` in the loaded ``table`` (None: no value), compared as
     the kind every value of the column reads as: integers, decimals, dates, timestamps (with
-    offsets or without), else text."""
+    offsets or without), else text; as text when the source column is text (``text``), as
+    the database compares it."""
     quoted = quote_identifier(column)
     source = f"(SELECT {quoted} AS v FROM {quote_identifier(table)} WHERE {quoted} IS NOT NULL)"
+    if text:
+        ((largest,),) = connection.execute(f"SELECT max(v) FROM {source}").fetchall()
+        return None if largest is None else CursorValue(str(largest), CursorKind.TEXT)
     ((integers, decimals, dates, stamps, offsets, total),) = connection.execute(
         "SELECT count(*) FILTER (regexp_full_match(v, ?)), "
         "count(*) FILTER (regexp_full_match(v, ?) OR regexp_full_match(v, ?)), "

@@ -79,6 +79,9 @@ class SqlSource(Source):
         self.params = dict(params or {})
         self.cursor = cursor
         self.cursor_key = cursor_key
+        # A cursor column of text (dates kept as text) is compared with a text: the
+        # database compares values of one type only (columns() finds out).
+        self.cursor_is_text = False
         self.null_values = set(null_values)
         self.chunk_size = chunk_size
         self.reader: SqlReader = reader
@@ -127,7 +130,7 @@ class SqlSource(Source):
                     f"({self._base_sql()}) AS pms_sync_changed WHERE {changed})"
                 )
             if isinstance(since, CursorValue):
-                since = since.bound(self.engine.url.get_backend_name())
+                since = since.bound(self.engine.url.get_backend_name(), text=self.cursor_is_text)
             params["pms_sync_since"] = since
         return sql, params
 
@@ -137,6 +140,7 @@ class SqlSource(Source):
             with self.engine.connect() as connection:
                 result = connection.execute(sa.text(f"{sql} WHERE 1 = 0"), params)
                 names = list(result.keys())
+                description = result.cursor.description if result.cursor is not None else None
         except SQLAlchemyError as error:
             raise SourceError(
                 f"cannot query {safe_url(self.url)}: {_first_line(error)}", source=self.name
@@ -148,6 +152,9 @@ class SqlSource(Source):
                     source=self.name,
                     field=column,
                 )
+        if self.cursor is not None and description:
+            type_code = description[names.index(self.cursor)][1]
+            self.cursor_is_text = _text_type(self.engine.url.get_backend_name(), type_code)
         return names
 
     def _frames(self, columns: list[str], since: Any) -> Iterator[tuple[str, pd.DataFrame]]:
@@ -227,6 +234,19 @@ class SqlSource(Source):
             return connection.execute(
                 sa.text(f"SELECT max({column}) FROM ({sql}) AS q"), params
             ).scalar()
+
+
+# The DB-API type codes of text columns: PostgreSQL's type OIDs (text, varchar, bpchar,
+# char, name), MySQL's field types (VARCHAR, VAR_STRING, STRING, and BLOB for TEXT).
+_TEXT_TYPES = {"postgresql": {25, 1043, 1042, 18, 19}, "mysql": {15, 253, 254, 252}}
+_TEXT_TYPES["mariadb"] = _TEXT_TYPES["mysql"]
+
+
+def _text_type(backend: str, type_code: object) -> bool:
+    """Whether a column of ``backend`` whose DB-API type code is ``type_code`` holds text."""
+    if isinstance(type_code, str):
+        return type_code.lower() in ("str", "text", "varchar", "string")
+    return type_code in _TEXT_TYPES.get(backend, set())
 
 
 def _register_password(url: str) -> None:

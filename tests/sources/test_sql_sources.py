@@ -21,6 +21,7 @@ from connector.contract import Entity
 from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
+from connector.sources.cursors import CursorKind, CursorValue, largest_cursor
 from tests.sources.servers import mariadb_database, postgres_schema
 
 EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
@@ -201,3 +202,28 @@ def test_a_postgresql_source_that_disappears_mid_read_is_a_source_error_naming_t
     assert caught.value.source == "bookings"
     assert "cannot read from postgresql" in message
     assert "input bookings" in message
+
+
+@pytest.mark.postgres
+def test_a_cursor_column_of_text_is_compared_as_text() -> None:
+    # Times kept as text (an export loaded as is): the value read is bound back as text.
+    with postgres_schema("pms_sync_text_cursor") as url:
+        engine = sa.create_engine(url)
+        with engine.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE t (id INTEGER, at TEXT)"))
+            connection.execute(
+                sa.text(
+                    "INSERT INTO t VALUES (1, '2026-01-01T09:00:00Z'), "
+                    "(2, '2026-01-01T10:00:00Z'), (3, '2026-01-01T11:00:00Z')"
+                )
+            )
+        engine.dispose()
+        source = SqlSource("t", url, table="t", cursor="at")
+        with duckdb.connect() as connection:
+            source.load_into(connection, "t")
+            largest = largest_cursor(connection, "t", "at", text=source.cursor_is_text)
+        assert source.cursor_is_text and largest == CursorValue(
+            "2026-01-01T11:00:00Z", CursorKind.TEXT
+        )
+        since = CursorValue("2026-01-01T10:00:00Z", CursorKind.TIMESTAMPTZ)
+        assert [row[0] for row in read(source, since=since)] == ["2", "3"]
