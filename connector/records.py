@@ -13,7 +13,7 @@ from datetime import date
 import pandas as pd
 
 from connector.contract import Entity
-from connector.sources.cursors import SourceRead
+from connector.cursors import SourceRead
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "account_id",  # the service account (envelope accountId) the record belongs to

@@ -33,6 +33,7 @@ from connector.client import (
 )
 from connector.config import DEFAULT_SNAPSHOT as _DEFAULT_SNAPSHOT
 from connector.config import OpenApiSection, RunSection, ServiceSection
+from connector.cursors import parse_interval
 from connector.errors import ConfigError
 from connector.plan import (
     DEFAULT_REMOTE_REFRESH_DAYS,
@@ -55,7 +56,6 @@ from connector.snapshot import (
     snapshot_location,
     state_dir,
 )
-from connector.sources.cursors import parse_interval
 
 DEFAULT_SNAPSHOT = Path(_DEFAULT_SNAPSHOT)
 

@@ -18,12 +18,12 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from connector.cursors import SourceRead
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS, Plan, format_duration, render_value
 from connector.push import OUTCOMES, Outcome
 from connector.records import MappedRecords
 from connector.secrets import is_sensitive, mask_payload, mask_text, mask_value, redact_url
-from connector.sources.cursors import SourceRead
 
 SAMPLE_ROWS = 20
 TOP_REASONS = 5

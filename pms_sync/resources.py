@@ -30,6 +30,7 @@ from connector.config import (
     ServiceSection,
     environment_without_dagster_member,
 )
+from connector.cursors import parse_interval
 from connector.errors import ConfigError
 from connector.pipeline import ReadOptions
 from connector.plan import Budget, UrgencyPolicy
@@ -50,7 +51,6 @@ from connector.snapshot import (
     snapshot_location,
     state_dir,
 )
-from connector.sources.cursors import parse_interval
 from pms_sync.storage import MappedRecordsIOManager
 
 STATE_DIR_NAME = ".pms-sync"

@@ -344,7 +344,7 @@ class RunSection(Section):
     @field_validator("full_read_interval", mode="before")
     @classmethod
     def _interval(cls, value: object) -> str:
-        from connector.sources.cursors import parse_interval
+        from connector.cursors import parse_interval
 
         text = str(value).strip()
         parse_interval(text)

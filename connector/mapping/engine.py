@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from connector.config import RunSection
 from connector.contract import Entity
+from connector.cursors import CursorValue, ReadMode, SourceRead
 from connector.duckdb_memory import memory_named, open_duckdb, out_of_memory
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
@@ -57,7 +58,7 @@ from connector.sources.base import (
     quote_identifier,
     sql_literal,
 )
-from connector.sources.cursors import CursorValue, ReadMode, SourceRead, largest_cursor
+from connector.sources.cursors import largest_cursor
 from connector.sources.files import FileState
 
 ValidatedPayloads: TypeAlias = pa.Table | Callable[[pa.Array | None], pa.Table | None]

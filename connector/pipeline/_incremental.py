@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 
 from connector.contract import Entity
+from connector.cursors import CursorValue, ReadMode
 from connector.plan import Plan
 from connector.push import PushResult
 from connector.records import DateWindow, MappedRecords
 from connector.snapshot import SnapshotStore, StoredCursor, source_cursors
-from connector.sources.cursors import CursorValue, ReadMode
 
 __all__ = ["ReadChoice", "ReadOptions", "choose_reads", "commit_reads", "settled"]
 

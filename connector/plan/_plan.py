@@ -19,6 +19,7 @@ import pandas as pd
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
+from connector.cursors import SourceRead
 from connector.plan._drift import OPTIONAL_REASONS
 from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
@@ -38,7 +39,6 @@ from connector.snapshot import (
     SnapshotStore,
     UnitStaysRequest,
 )
-from connector.sources.cursors import SourceRead
 
 
 class Action(StrEnum):

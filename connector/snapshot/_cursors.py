@@ -14,9 +14,9 @@ from datetime import datetime
 
 import pandas as pd
 
+from connector.cursors import CursorKind, CursorValue
 from connector.snapshot._fingerprints import connection_key
 from connector.snapshot._primitives import StorePrimitives
-from connector.sources.cursors import CursorKind, CursorValue
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from connector.cursors import CursorValue
 from connector.errors import SourceError
 from connector.secrets import mask_text, register_secret
 from connector.sources.arrow_sql import Unsupported, arrow_driver, read_arrow
@@ -38,7 +39,6 @@ from connector.sources.base import (
     text_column_sql,
     text_frame,
 )
-from connector.sources.cursors import CursorValue
 
 _log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ import pytest
 from snapshot_samples import TODAY, acknowledge_all, batches, reservation, unit
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
+from connector.cursors import CursorKind, CursorValue
 from connector.plan import ReconcilePolicy, build_plan
 from connector.snapshot import (
     Acknowledgement,
@@ -41,7 +42,6 @@ from connector.snapshot import (
     UnitStaysRequest,
     acknowledgement_table,
 )
-from connector.sources.cursors import CursorKind, CursorValue
 
 AT = datetime(2026, 6, 1, 8)
 R = Entity.RESERVATION

@@ -18,10 +18,11 @@ import pytest
 import sqlalchemy as sa
 
 from connector.contract import Entity
+from connector.cursors import CursorKind, CursorValue
 from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
-from connector.sources.cursors import CursorKind, CursorValue, largest_cursor
+from connector.sources.cursors import largest_cursor
 from tests.sources.servers import mariadb_database, postgres_schema
 
 EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
