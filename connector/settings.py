@@ -31,8 +31,13 @@ from connector.client import (
     effective_windows,
     parse_windows,
 )
+from connector.config import (
+    DEFAULT_FULL_READ_INTERVAL,
+    OpenApiSection,
+    RunSection,
+    ServiceSection,
+)
 from connector.config import DEFAULT_SNAPSHOT as _DEFAULT_SNAPSHOT
-from connector.config import OpenApiSection, RunSection, ServiceSection
 from connector.cursors import parse_interval
 from connector.errors import ConfigError
 from connector.plan import (
@@ -76,7 +81,7 @@ class SyncSettings:
     refresh: RefreshPolicy = field(default_factory=RefreshPolicy)
     # Incremental reads of SQL inputs with a cursor (connector.pipeline._incremental): a full
     # read when the last one is this many seconds old (0: always), or ``full_read``.
-    full_read_interval_s: float = 7 * 86400.0
+    full_read_interval_s: float = parse_interval(DEFAULT_FULL_READ_INTERVAL)
     full_read: bool = False
 
 

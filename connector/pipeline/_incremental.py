@@ -13,13 +13,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from connector.contract import Entity
 from connector.cursors import CursorValue, ReadMode
 from connector.plan import Plan
-from connector.push import PushResult
+from connector.push import Outcome, PushResult
 from connector.records import DateWindow, MappedRecords
 from connector.snapshot import SnapshotStore, StoredCursor, source_cursors
+
+if TYPE_CHECKING:
+    from connector.mapping.model import Mapping as MappingFile
 
 __all__ = ["ReadChoice", "ReadOptions", "choose_reads", "commit_reads", "settled"]
 
@@ -28,8 +32,8 @@ __all__ = ["ReadChoice", "ReadOptions", "choose_reads", "commit_reads", "settled
 class ReadOptions:
     """How a run may read its SQL inputs with a cursor (settings ``full_read*``)."""
 
+    interval_s: float  # a full read when the last one is this old (seconds); 0: always
     full_read: bool = False  # every input in full in this run
-    interval_s: float = 7 * 86400.0  # a full read when the last one is this old; 0: always
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def read_scope(
 
 
 def choose_reads(
-    mapping: object,
+    mapping: MappingFile,
     *,
     entities: Collection[Entity] | None,
     window: DateWindow | None,
@@ -81,10 +85,8 @@ def choose_reads(
     stored cursor: those ``Mapping.incremental_inputs`` allows, whose scope has a cursor value
     and a full read younger than ``options.interval_s``; every other input with a cursor is
     read in full, with the reason."""
-    from connector.mapping.model import Mapping as MappingFile
     from connector.mapping.model import SqlInput
 
-    assert isinstance(mapping, MappingFile)
     chosen = [entity for entity, _ in mapping.entities.items()]
     if entities is not None:
         chosen = [entity for entity in chosen if entity in set(entities)]
@@ -145,8 +147,8 @@ def settled(plan: Plan, push: PushResult) -> bool:
         return False
     if push.held_back or sum(push.deferred.values()) or push.stopped_accounts:
         return False
-    outcomes = push.outcomes
-    return not (outcomes.get("failed", 0) or outcomes.get("pending", 0))
+    unsettled = (Outcome.FAILED, Outcome.PENDING)
+    return not any(push.outcomes.get(str(outcome), 0) for outcome in unsettled)
 
 
 def commit_reads(
