@@ -44,6 +44,9 @@ _log = logging.getLogger(__name__)
 
 SqlReader = Literal["auto", "sqlalchemy"]
 
+KEYS_PER_READ = 10_000
+"""Changed keys bound in one query where they are read first (MySQL, MariaDB)."""
+
 
 def safe_url(url: str) -> str:
     """The URL with its password hidden, for messages."""
@@ -109,7 +112,9 @@ class SqlSource(Source):
             )
         return self.query.strip().rstrip(";")  # type: ignore[union-attr]
 
-    def _select(self, since: Any) -> tuple[str, dict[str, Any]]:
+    def _select(self, since: Any, *, keys_only: bool = False) -> tuple[str, dict[str, Any]]:
+        """The read of the rows (since a cursor value); ``keys_only``: the keys with a row
+        changed since it."""
         sql = f"SELECT * FROM ({self._base_sql()}) AS pms_sync_input"
         params = dict(self.params)
         if since is not None:
@@ -120,7 +125,13 @@ class SqlSource(Source):
             # >=: rows written in the same instant as the last read's largest value are read
             # again rather than missed; unchanged, they come to nothing in the diff.
             changed = f"pms_sync_changed.{column} >= :pms_sync_since"
-            if self.cursor_key is None:
+            if keys_only:
+                key = quote(self.cursor_key or self.cursor)
+                sql = (
+                    f"SELECT DISTINCT pms_sync_changed.{key} FROM ({self._base_sql()}) "
+                    f"AS pms_sync_changed WHERE {changed} AND pms_sync_changed.{key} IS NOT NULL"
+                )
+            elif self.cursor_key is None:
                 sql += f" WHERE pms_sync_input.{column} >= :pms_sync_since"
             else:
                 # Every row of a key with a changed row: a record is built from all its rows.
@@ -158,19 +169,44 @@ class SqlSource(Source):
         return names
 
     def _frames(self, columns: list[str], since: Any) -> Iterator[tuple[str, pd.DataFrame]]:
-        sql, params = self._select(since)
         label = self.describe()
         try:
             with self.engine.connect() as connection:
-                result = connection.execution_options(stream_results=True).execute(
-                    sa.text(sql), params
-                )
-                while rows := result.fetchmany(self.chunk_size):
-                    yield label, text_frame(rows, columns, self.null_values)
+                for statement, params in self._statements(connection, since):
+                    result = connection.execution_options(stream_results=True).execute(
+                        statement, params
+                    )
+                    while rows := result.fetchmany(self.chunk_size):
+                        yield label, text_frame(rows, columns, self.null_values)
         except SQLAlchemyError as error:
             raise SourceError(
                 f"cannot read from {safe_url(self.url)}: {_first_line(error)}", source=self.name
             ) from None
+
+    def _statements(
+        self, connection: sa.Connection, since: Any
+    ) -> Iterator[tuple[sa.TextClause, dict[str, Any]]]:
+        """The reads of the rows: one query, or where the changed keys are read first, one
+        per ``KEYS_PER_READ`` of them."""
+        sql, params = self._select(since)
+        if since is None or self.cursor_key is None or not self._keys_first():
+            yield sa.text(sql), params
+            return
+        quote = self.engine.dialect.identifier_preparer.quote
+        key = quote(self.cursor_key)
+        changed_sql, changed_params = self._select(since, keys_only=True)
+        keys = [row[0] for row in connection.execute(sa.text(changed_sql), changed_params)]
+        statement = sa.text(
+            f"SELECT * FROM ({self._base_sql()}) AS pms_sync_input "
+            f"WHERE pms_sync_input.{key} IN :pms_sync_keys"
+        ).bindparams(sa.bindparam("pms_sync_keys", expanding=True))
+        for start in range(0, len(keys), KEYS_PER_READ):
+            yield statement, {**self.params, "pms_sync_keys": keys[start : start + KEYS_PER_READ]}
+
+    def _keys_first(self) -> bool:
+        # MySQL and MariaDB run `key IN (SELECT key …)` over TEXT columns as a nested loop
+        # (they materialise no TEXT): the changed keys are read first, then their rows.
+        return self.engine.url.get_backend_name() in ("mysql", "mariadb")
 
     def load_into(
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
