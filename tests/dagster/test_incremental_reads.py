@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from connector.sandbox.testing import SandboxHandle
 from connector.snapshot import Snapshot
 from pms_sync.partitions import range_tags
+from pms_sync.resources import SnapshotResource
 from tests.dagster.code_location import code_location
 from tests.sources.incremental_pms import START, load, write_mapping
 
@@ -46,7 +47,9 @@ def test_the_assets_read_since_the_cursor_and_advance_it(
     dagster = {"partitions_start": "2026-01", "timezone": "UTC", "schedule": "30 3 * * *"}
     write_mapping(folder, url, name="hotel", dagster=dagster)
     defs = code_location(folder.parent, resources)
-    snapshot = Path(str(resources["snapshot"].path))
+    store = resources["snapshot"]
+    assert isinstance(store, SnapshotResource)
+    snapshot = Path(store.path)
 
     first = _run(defs)
     assert first.success
