@@ -281,8 +281,6 @@ def load_batches(
     # Read only when some record is mapped: a nightly run with nothing changed maps none.
     validated = partial(validated_payloads, snapshot_path) if snapshot_path is not None else None
     policy = ReconcilePolicy.from_mapping(mapping)
-    # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
-    # its fingerprint renewed.
     choice = (
         choose_reads(
             mapping,
@@ -296,6 +294,8 @@ def load_batches(
         if reads is not None and snapshot_path is not None
         else ReadChoice()
     )
+    # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
+    # its fingerprint renewed.
     with fingerprint_reader_of(None if remap else snapshot_path, policy.connection) as stored:
         batches = map_records(
             mapping,
@@ -348,8 +348,9 @@ def _load(
         snapshot_path=request.settings.snapshot_path,
         remap=request.maps_everything,
         accounts=request.accounts,
+        # A re-send of every record needs every record: read in full.
         reads=ReadOptions(
-            full_read=request.settings.full_read,
+            full_read=request.settings.full_read or request.force.full_resync,
             interval_s=request.settings.full_read_interval_s,
         ),
     )
