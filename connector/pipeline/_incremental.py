@@ -120,7 +120,7 @@ def _full_read_reason(
     cursor: StoredCursor | None, options: ReadOptions, now: datetime
 ) -> str | None:
     if options.full_read:
-        return "full read asked (--full-read, --full-resync)"
+        return "full read asked (--full-read, --full-resync, --only)"
     if cursor is None or cursor.value is None or cursor.full_read_at is None:
         return "no cursor of an acknowledged full read yet"
     if options.interval_s <= 0:

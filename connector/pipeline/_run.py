@@ -348,9 +348,9 @@ def _load(
         snapshot_path=request.settings.snapshot_path,
         remap=request.maps_everything,
         accounts=request.accounts,
-        # A re-send of every record needs every record: read in full.
+        # A forced re-send (--full-resync, --only) finds its records in a full read.
         reads=ReadOptions(
-            full_read=request.settings.full_read or request.force.full_resync,
+            full_read=request.settings.full_read or request.force.active,
             interval_s=request.settings.full_read_interval_s,
         ),
     )
