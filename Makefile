@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m bench-sql bench-10m bench-scale-out ui-test
+.PHONY: setup demo test soak lint format dev openapi schema clean bench bench-1m bench-sql bench-sql-incremental bench-10m bench-scale-out ui-test
 
 setup: $(STAMP)
 
@@ -99,6 +99,10 @@ bench-1m: $(BENCH_STAMP)
 # against the same from CSV: first run without HTTP, nightly plan, 1 % changed, as ratios.
 bench-sql: $(BENCH_STAMP)
 	$(BIN)/python -m bench sql --size 1000000 --runs $${BENCH_RUNS:-3} --out bench/results-sql-1m.json
+
+# The incremental read alone (issue 40): 1 % changed read since the cursor against --full-read.
+bench-sql-incremental: $(BENCH_STAMP)
+	$(BIN)/python -m bench sql_incremental --size 1000000 --runs $${BENCH_RUNS:-3} --out bench/results-sql-incremental-1m.json
 
 # Bounded memory (issue 39): 1M, 3M and 10M in one run: the first run without HTTP (seeded),
 # the nightly plan with nothing changed, 1 % changed, and the DuckDB-only floor interleaved.

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from bench.harness import SCENARIOS, run_size
+from bench.harness import EXTRA_SCENARIOS, SCENARIOS, run_size
 from bench.report import RESULTS, environment, write_markdown
 
 
@@ -25,7 +25,7 @@ def main() -> None:
         int(size) for size in os.environ.get("BENCH_SIZES", "10000,100000").split(",")
     ]
     scenarios = SCENARIOS if arguments.scenario == "all" else tuple(arguments.scenario.split(","))
-    unknown = set(scenarios) - set(SCENARIOS)
+    unknown = set(scenarios) - set(SCENARIOS) - set(EXTRA_SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios {sorted(unknown)}; known: {', '.join(SCENARIOS)}")
     results: dict = {**environment(), "runs": arguments.runs, "sizes": {}}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.data import ROOT, Dataset, prepare
+from bench.sql_data import SqlDataset
 
 # Peers send one blocking request per record; above this many reservations their first run is
 # measured on a prefix of this many and its time extrapolated linearly (said in the results).
@@ -43,6 +44,8 @@ SCENARIOS = (
     "naive",
     "dlt",
 )
+# Run by name only: the sql scenario measures the same among its figures.
+EXTRA_SCENARIOS = ("sql_incremental",)
 # The sources of the sql scenario: the CSV export, then the same in each database.
 SQL_SOURCES = ("csv", "postgresql", "mariadb")
 
@@ -260,6 +263,7 @@ class SizeRun:
             "csv": (self.dataset.mapping, self.dataset.changed_mapping)
         }
         skipped: dict[str, str] = {}
+        loaded_sql: dict[str, SqlDataset] = {}
         for database in SQL_SOURCES[1:]:
             try:
                 loaded = prepare_sql(self.dataset, database)
@@ -267,6 +271,7 @@ class SizeRun:
                 skipped[database] = str(error).splitlines()[0]
                 continue
             mappings[database] = (loaded.mapping, loaded.changed_mapping)
+            loaded_sql[database] = loaded
         sources = [source for source in SQL_SOURCES if source in mappings]
         runs: dict[str, dict[str, list[dict[str, Any]]]] = {
             name: {source: [] for source in sources} for name in ("first", "noop", "change")
@@ -300,6 +305,7 @@ class SizeRun:
                     )
                     measured(name, source, result)
         result: dict[str, Any] = {"skipped": skipped}
+        result["incremental"] = self._sql_incremental(loaded_sql, full)
         for name, per_source in runs.items():
             figures: dict[str, Any] = {
                 source: summarise(done) for source, done in per_source.items()
@@ -311,6 +317,68 @@ class SizeRun:
                 figures[f"{source}_ratios"] = ratios
             result[name] = figures
         return result
+
+    def scenario_sql_incremental(self) -> dict[str, Any]:
+        """The incremental part of ``scenario_sql`` alone: each database's full snapshot
+        seeded (the first run without HTTP), then the incremental and full-read plans."""
+        from bench.sql_data import prepare_sql
+
+        loaded: dict[str, SqlDataset] = {}
+        for database in SQL_SOURCES[1:]:
+            try:
+                loaded[database] = prepare_sql(self.dataset, database)
+            except Exception as error:  # a server that does not answer skips its rows
+                print(f"[bench] sql_incremental: {database} skipped: {error}", file=sys.stderr)
+        for database, sql in loaded.items():
+            snapshot = self._fresh(f"sql-full-{database}.duckdb")
+            run_stage("seed", mapping=str(sql.mapping), snapshot=str(snapshot))
+        return self._sql_incremental(
+            loaded, lambda database: self.work / f"sql-full-{database}.duckdb"
+        )
+
+    def _sql_incremental(
+        self,
+        loaded: dict[str, SqlDataset],
+        full: Callable[[str], Path],
+    ) -> dict[str, Any]:
+        """The 1 %-changed plan reading the bookings since the export's largest update time
+        (an incremental read: every row of the changed bookings) against the same plan with
+        ``--full-read``, interleaved round by round, per database; from the source's full
+        snapshot with that cursor kept, as a settled full read leaves it."""
+        from bench.sql_data import largest_update
+
+        found: dict[str, Any] = {}
+        for database, sql in loaded.items():
+            snapshot = self._fresh(f"sql-incremental-{database}.duckdb", full(database))
+            since = largest_update(sql.url, sql.base_table)
+            run_stage(
+                "cursor", mapping=str(sql.incremental_mapping), snapshot=str(snapshot), value=since
+            )
+            rounds: dict[str, list[dict[str, Any]]] = {"incremental": [], "full_read": []}
+            for index in range(self.runs):
+                order = [False, True] if index % 2 == 0 else [True, False]
+                for full_read in order:
+                    name = "full_read" if full_read else "incremental"
+                    done = run_stage(
+                        "diff",
+                        mapping=str(sql.incremental_mapping),
+                        snapshot=str(snapshot),
+                        full_read=full_read,
+                    )
+                    rounds[name].append(done)
+                    print(f"[bench] sql {name} {database} {json.dumps(done)}", file=sys.stderr)
+            pairs = zip(rounds["incremental"], rounds["full_read"], strict=True)
+            ratios = [ours["seconds"] / whole["seconds"] for ours, whole in pairs]
+            found[database] = {
+                "since": since,
+                "incremental": summarise(rounds["incremental"]),
+                "full_read": summarise(rounds["full_read"]),
+                "rows_read": rounds["incremental"][0]["rows_read"],
+                "rows_read_full": rounds["full_read"][0]["rows_read"],
+                "time_ratio": statistics.median(ratios),
+                "time_ratios": ratios,
+            }
+        return found
 
     def scenario_push(self) -> dict[str, Any]:
         """pms-sync's push against the raw aiohttp generator, interleaved pair by pair.

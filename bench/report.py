@@ -178,6 +178,8 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
             table += _floor_rows(r["floor"], size, label)
         if r.get("sql"):
             table += sql_rows(r["sql"], label)
+        if r.get("sql_incremental"):
+            table += sql_rows({"incremental": r["sql_incremental"]}, label)
         if r.get("dagster"):
             ratios = r["dagster"]["ratios"]
             medians, versus = ratios["medians"], ratios["dagster_vs_cli"]
@@ -263,6 +265,22 @@ def sql_rows(sql: dict[str, Any], label: str) -> list[list[str]]:
                     "",
                 ]
             )
+    for database, found in (sql.get("incremental") or {}).items():
+        ours, whole = found["incremental"], found["full_read"]
+        ratios = ", ".join(f"{ratio:.2f}" for ratio in found["time_ratios"])
+        table.append(
+            [
+                f"plan, 1 % changed, incremental read ÷ full read ({SQL_NAMES[database]}): "
+                f"{found['rows_read']:,} vs {found['rows_read_full']:,} rows read",
+                label,
+                "proportional to the change",
+                f"{_s(ours['seconds'])} vs {_s(whole['seconds'])} = "
+                f"**{found['time_ratio']:.2f}x** (rounds {ratios})",
+                f"{ours['peak_rss_mb']:.0f}",
+                "",
+                "",
+            ]
+        )
     for database, reason in (sql.get("skipped") or {}).items():
         table.append([f"sql scenario: {database} skipped ({reason})", label, "", "", "", "", ""])
     return table

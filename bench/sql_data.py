@@ -29,11 +29,15 @@ DATABASES = ("postgresql", "mariadb")
 
 @dataclass(frozen=True)
 class SqlDataset:
-    """The mappings reading one export from a database: as it is, and 1 % changed."""
+    """The mappings reading one export from a database: as it is, and 1 % changed (also with
+    an incremental cursor on the bookings; ``since`` is the export's largest update time)."""
 
     database: str
     mapping: Path
     changed_mapping: Path
+    incremental_mapping: Path
+    url: str
+    base_table: str  # the export's bookings table, as the mapping names it
 
 
 def _namespace(dataset: Dataset, variant: str) -> str:
@@ -134,7 +138,40 @@ def prepare_sql(dataset: Dataset, database: str) -> SqlDataset:
             url = MARIADB_URL
         target = home.parent / f"{database}-{variant}" / "mapping.yaml"
         mappings.append(_mapping(home / "mapping.yaml", target, url, namespace))
-    return SqlDataset(database, mappings[0], mappings[1])
+    incremental = mappings[1].parent.parent / f"{database}-incremental" / "mapping.yaml"
+    return SqlDataset(
+        database,
+        mappings[0],
+        mappings[1],
+        _with_cursor(mappings[1], incremental),
+        url,
+        f"{_namespace(dataset, 'base')}.bookings",
+    )
+
+
+def _with_cursor(mapping: Path, target: Path) -> Path:
+    """The mapping with its bookings read since a cursor: every row of a booking one of
+    whose rows has a later ``modified_at``."""
+    text = re.sub(
+        r"(\{type: sql, url: \S+, table: \S+\.bookings)\}",
+        r"\1, cursor: {column: modified_at, key: booking_no}}",
+        mapping.read_text(encoding="utf-8"),
+    )
+    assert "cursor:" in text, "the bookings input was not found"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def largest_update(url: str, table: str) -> str:
+    """The export's largest ``modified_at``: where a run after it reads from."""
+    engine = sa.create_engine(url)
+    quote = engine.dialect.identifier_preparer.quote
+    name = ".".join(quote(part) for part in table.split("."))
+    with engine.connect() as connection:
+        value = connection.execute(sa.text(f"SELECT max(modified_at) FROM {name}")).scalar()
+    engine.dispose()
+    return str(value)
 
 
 def main() -> None:

@@ -16,10 +16,12 @@ from typing import Any
 CONCURRENCY = 16  # pms-sync's default (connector.settings); the raw generator uses the same
 
 
-def _settings(base_url: str, snapshot: str) -> Any:
+def _settings(base_url: str, snapshot: str, full_read: bool = False) -> Any:
     from connector.settings import load_settings
 
-    return load_settings(base_url=base_url, snapshot=snapshot, token="demo-token", env={})
+    return load_settings(
+        base_url=base_url, snapshot=snapshot, token="demo-token", full_read=full_read, env={}
+    )
 
 
 def stage_map(mapping: str) -> dict[str, Any]:
@@ -36,19 +38,49 @@ def stage_map(mapping: str) -> dict[str, Any]:
     }
 
 
-def stage_diff(mapping: str, snapshot: str, accounts: list[str] | None = None) -> dict[str, Any]:
+def stage_diff(
+    mapping: str, snapshot: str, accounts: list[str] | None = None, full_read: bool = False
+) -> dict[str, Any]:
     """Extract + map + validate + diff against a full snapshot (nothing sent); ``accounts``:
-    a run of these accounts only (``--account``)."""
+    a run of these accounts only (``--account``); ``full_read``: ``--full-read``."""
     from connector.pipeline import plan_sync
 
     started = time.perf_counter()
     cpu = time.process_time()
-    plan = plan_sync(mapping, _settings("http://127.0.0.1:9", snapshot), accounts=accounts)
+    settings = _settings("http://127.0.0.1:9", snapshot, full_read)
+    plan = plan_sync(mapping, settings, accounts=accounts)
     return {
         "seconds": time.perf_counter() - started,
         "cpu_seconds": time.process_time() - cpu,
         "counts": plan.counts,
+        "reads": [read.to_json_dict() for read in plan.reads],
+        "rows_read": sum(read.rows for read in plan.reads),
     }
+
+
+def stage_cursor(mapping: str, snapshot: str, value: str) -> dict[str, Any]:
+    """Keep ``value`` as the cursor of the mapping's inputs with one, as a settled full read
+    of the export would have: the snapshot a nightly incremental run starts from."""
+    from datetime import UTC, datetime
+
+    from connector.contract import Entity
+    from connector.cursors import CursorKind, CursorValue
+    from connector.mapping import load_mapping
+    from connector.mapping.model import SqlInput
+    from connector.pipeline._incremental import read_scope
+    from connector.snapshot import Snapshot, StoredCursor
+
+    loaded = load_mapping(mapping)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    kept = []
+    for name, spec in loaded.inputs.items():
+        if isinstance(spec, SqlInput) and spec.cursor_column is not None:
+            readers = [e for e, entity in loaded.entities.items() if entity.input == name]
+            scope = read_scope([Entity(e) for e in readers], None, None)
+            kept.append(StoredCursor(name, scope, CursorValue(value, CursorKind.TEXT), now, now))
+    with Snapshot.open(snapshot) as store:
+        store.save_source_cursors(loaded.name, kept)
+    return {"cursors": len(kept)}
 
 
 def stage_sync(mapping: str, snapshot: str, base_url: str) -> dict[str, Any]:
@@ -148,6 +180,7 @@ STAGES = {
     "diff": stage_diff,
     "sync": stage_sync,
     "seed": stage_seed,
+    "cursor": stage_cursor,
     "raw": stage_raw,
     "naive": stage_naive,
     "dlt": stage_dlt,

@@ -13,6 +13,7 @@ from datetime import date
 import pandas as pd
 
 from connector.contract import Entity
+from connector.cursors import SourceRead
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "account_id",  # the service account (envelope accountId) the record belongs to
@@ -230,6 +231,15 @@ class MappedRecords:
     # the entity's records depend on other rows and the whole export was mapped, then kept to
     # them (connector.mapping.engine.account_filter_allowed); None for a run of every account.
     account_filter: str | None = None
+    # The reads of the entity's own input when it has an incremental cursor: in full or since
+    # the last successful run's value, the rows read and the largest value among them
+    # (connector.pipeline._incremental commits it once the run is acknowledged).
+    reads: tuple[SourceRead, ...] = ()
+
+    @property
+    def incremental(self) -> bool:
+        """Some of the entity's rows were left unread: not a full export in this run."""
+        return any(read.incremental for read in self.reads)
 
     @property
     def mapped(self) -> int:

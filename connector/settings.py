@@ -31,8 +31,14 @@ from connector.client import (
     effective_windows,
     parse_windows,
 )
+from connector.config import (
+    DEFAULT_FULL_READ_INTERVAL,
+    OpenApiSection,
+    RunSection,
+    ServiceSection,
+)
 from connector.config import DEFAULT_SNAPSHOT as _DEFAULT_SNAPSHOT
-from connector.config import OpenApiSection, RunSection, ServiceSection
+from connector.cursors import parse_interval
 from connector.errors import ConfigError
 from connector.plan import (
     DEFAULT_REMOTE_REFRESH_DAYS,
@@ -73,6 +79,10 @@ class SyncSettings:
     # The rolling refresh (docs/drift.md). Off unless set: load_settings turns it on for a
     # remote service.
     refresh: RefreshPolicy = field(default_factory=RefreshPolicy)
+    # Incremental reads of SQL inputs with a cursor (connector.pipeline._incremental): a full
+    # read when the last one is this many seconds old (0: always), or ``full_read``.
+    full_read_interval_s: float = parse_interval(DEFAULT_FULL_READ_INTERVAL)
+    full_read: bool = False
 
 
 def load_settings(
@@ -93,6 +103,8 @@ def load_settings(
     refresh: str | None = None,
     refresh_max: int | None = None,
     max_duration: str | float | None = None,
+    full_read_interval: str | None = None,
+    full_read: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncSettings:
     """Settings from explicit values, then environment variables (``env``; None: the
@@ -127,6 +139,8 @@ def load_settings(
             "refresh": refresh,
             "refresh_max": refresh_max,
             "max_duration": max_duration,
+            "full_read_interval": full_read_interval,
+            "full_read": full_read,
         },
     )
     return sync_settings(service, open_api, run)
@@ -186,6 +200,8 @@ def sync_settings(
             offboard=open_api.offboard_properties, update_sub_units=open_api.update_sub_units
         ),
         refresh=refresh_policy(client, run),
+        full_read_interval_s=parse_interval(run.full_read_interval),
+        full_read=run.full_read,
     )
 
 

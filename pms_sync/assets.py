@@ -23,6 +23,7 @@ from connector.client import RunStop, ServiceUnreachableError
 from connector.contract import Entity
 from connector.errors import PmsSyncError
 from connector.pipeline import (
+    ReadOptions,
     RunConditions,
     RunOutcome,
     SyncReport,
@@ -53,6 +54,7 @@ from pms_sync.metadata import (
     RUN_LEVEL_SYNC_KEYS,
     mapped_metadata,
     masked_text,
+    reads_metadata,
     run_sync_metadata,
     sync_metadata,
 )
@@ -123,6 +125,11 @@ class ExportFilesConfig(dg.Config):
             "Input name -> file to read for it in this run (a drop-folder sensor sets it to "
             "the export that landed). Inputs of the mapping not named here read their own path."
         ),
+    )
+    full_read: bool = Field(
+        default=False,
+        description="Read every SQL input with a cursor in full in this run (as "
+        "`pms-sync sync --full-read`): records gone from the export are reconciled.",
     )
 
 
@@ -207,6 +214,7 @@ def _map(
     snapshot: SnapshotResource,
     files: dict[str, str],
     accounts: frozenset[str] | None = None,
+    reads: ReadOptions | None = None,
 ) -> MappedBatch:
     # The snapshot is only read (the payloads it knows valid): mapping takes no write lock.
     batches, policy = load_batches(
@@ -218,6 +226,7 @@ def _map(
             name: path for name, path in files.items() if name in entity_inputs(connection, entity)
         },
         accounts=accounts,
+        reads=reads,
     )
     records = (batches.get(entity) or MappedRecords(entity)).contiguous()
     return MappedBatch(entity=entity, records=records, policy=policy, window=window)
@@ -249,8 +258,17 @@ def _mapped_accommodations(connection: Connection) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         snapshot = connection.resources.snapshot_of(context)
         accounts = accounts_of_run(context, connection)
-        with sources_of(context).environment():
-            batch = _map(connection, Entity.ACCOMMODATION, None, snapshot, config.files, accounts)
+        sources = sources_of(context)
+        with sources.environment():
+            batch = _map(
+                connection,
+                Entity.ACCOMMODATION,
+                None,
+                snapshot,
+                config.files,
+                accounts,
+                sources.read_options(config.full_read),
+            )
         return dg.MaterializeResult(value=batch, metadata=mapped_metadata(batch.records))
 
     return mapped_accommodations
@@ -289,8 +307,17 @@ def _mapped_reservations(
             f"mapping reservations with check-in in [{window.start}, {window.end})"
             + (f" of account(s) {', '.join(sorted(accounts))}" if accounts is not None else "")
         )
-        with sources_of(context).environment():
-            batch = _map(connection, Entity.RESERVATION, window, snapshot, config.files, accounts)
+        sources = sources_of(context)
+        with sources.environment():
+            batch = _map(
+                connection,
+                Entity.RESERVATION,
+                window,
+                snapshot,
+                config.files,
+                accounts,
+                sources.read_options(config.full_read),
+            )
         # Each partition's materialization carries its month's (and account's) records and problems.
         by_partition = {}
         scopes = partition_windows(context)
@@ -311,6 +338,7 @@ def _mapped_reservations(
                 "run_validated_before": dg.MetadataValue.int(batch.records.known_valid),
                 "run_carried": dg.MetadataValue.int(batch.records.carried),
                 "run_mapped": dg.MetadataValue.int(batch.records.mapped),
+                **{f"run_{k}": v for k, v in reads_metadata(batch.records.reads).items()},
             },
         )
 

@@ -18,6 +18,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from connector.cursors import SourceRead
 from connector.pipeline import SyncReport
 from connector.plan import ACTIONS, Plan, format_duration, render_value
 from connector.push import OUTCOMES, Outcome
@@ -100,6 +101,8 @@ def mapped_metadata(batch: MappedRecords) -> dict[str, Any]:
             markdown_table(("account", "records"), per_account.head(SAMPLE_ROWS).items())
         ),
     }
+    if batch.reads:
+        metadata.update(reads_metadata(batch.reads))
     if len(quarantine):
         sample = quarantine.head(SAMPLE_ROWS)
         metadata["quarantine_top_reasons"] = dg.MetadataValue.md(top_reasons(quarantine["reason"]))
@@ -270,7 +273,37 @@ def sync_metadata(report: SyncReport, entity: str) -> dict[str, Any]:
         metadata["window"] = dg.MetadataValue.text(
             f"{report.plan.window.start.isoformat()} .. {report.plan.window.end.isoformat()}"
         )
+    if report.plan.reads:
+        metadata.update(reads_metadata(report.plan.reads))
+        metadata["cursors_committed"] = dg.MetadataValue.bool(report.cursors_committed)
     return masked_metadata(metadata)
+
+
+def reads_metadata(reads: Sequence[SourceRead]) -> dict[str, Any]:
+    """How each SQL input with a cursor was read: in full (why) or since which value; nothing
+    for a mapping without one."""
+    if not reads:
+        return {}
+    return {
+        "source_reads": dg.MetadataValue.md(
+            markdown_table(
+                ("input", "read", "rows", "since", "largest cursor", "why in full"),
+                (
+                    (
+                        read.input,
+                        str(read.mode),
+                        read.rows,
+                        read.since.text if read.since else "",
+                        read.upto.text if read.upto else "",
+                        read.reason,
+                    )
+                    for read in reads
+                ),
+            )
+        ),
+        "rows_read": dg.MetadataValue.int(sum(read.rows for read in reads)),
+        "read_incrementally": dg.MetadataValue.bool(any(read.incremental for read in reads)),
+    }
 
 
 def accounts_metadata(report: SyncReport) -> dict[str, Any]:
@@ -359,6 +392,9 @@ def run_sync_metadata(report: SyncReport) -> dict[str, Any]:
     metadata["run_backlog"] = whole["backlog"]
     if "window" in whole:
         metadata["run_window"] = whole["window"]
+    for name in ("source_reads", "rows_read", "read_incrementally", "cursors_committed"):
+        if name in whole:
+            metadata[f"run_{name}"] = whole[name]
     return metadata
 
 

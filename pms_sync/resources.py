@@ -30,7 +30,9 @@ from connector.config import (
     ServiceSection,
     environment_without_dagster_member,
 )
+from connector.cursors import parse_interval
 from connector.errors import ConfigError
+from connector.pipeline import ReadOptions
 from connector.plan import Budget, UrgencyPolicy
 from connector.push import PushOptions
 from connector.safety.anomalies import AnomalyBands
@@ -345,7 +347,7 @@ def default_resources(state_dir: Path | None = None) -> dict[str, object]:
         "open_api": service["open_api"],
         "service": ServiceResource(**service),
         "snapshot": SnapshotResource(**_snapshot_members(state_dir)),
-        "sources": SourcesResource(),
+        "sources": SourcesResource(**_projected("sources", RunSection.read())),
         "sync_checks": SyncChecksResource(**_projected("sync_checks", RunSection.read())),
         IO_MANAGER_KEY: MappedRecordsIOManager(base_dir=str(state_dir / "dagster-io")),
     }
@@ -467,6 +469,25 @@ class SourcesResource(dg.ConfigurableResource):
         default_factory=dict,
         description="Variables the mapping files reference as ${NAME}, name -> value.",
     )
+    full_read_interval: str = Field(
+        default=RunSection.default("full_read_interval"),
+        description="An SQL input with a cursor is read in full (finding deletions) when its "
+        "last full read is this old: '7d', '12h', '90m', seconds; '0' or 'off': always in "
+        "full. Otherwise a run reads the rows changed since the last acknowledged run.",
+    )
+    full_read: bool = Field(
+        default=RunSection.default("full_read"),
+        description="Read every SQL input with a cursor in full (one run: the mapped assets' "
+        "run config `full_read`).",
+    )
+
+    def read_options(self, full_read: bool = False) -> ReadOptions:
+        """How a mapping step reads its SQL inputs with a cursor; ``full_read``: the run's."""
+        interval = RunSection.read({}, {"full_read_interval": self.full_read_interval})
+        return ReadOptions(
+            full_read=self.full_read or full_read,
+            interval_s=parse_interval(interval.full_read_interval),
+        )
 
     @contextmanager
     def environment(self) -> Iterator[None]:

@@ -53,6 +53,7 @@ def current_counts(report: SyncReport, entity: str) -> list[CurrentCounts]:
                 changed=sum(actions[str(a)] for a in ACTIONS if str(a) != "skip"),
                 acknowledged=int(outcomes.get(str(Outcome.ACKNOWLEDGED), 0)),
                 sent=sum(int(outcomes.get(str(o), 0)) for o in OUTCOMES),
+                incremental=entity in plan.incremental,
             )
         )
     return counts

@@ -128,6 +128,20 @@ _refresh_max_option = setting_option(
     metavar="N",
     help="Refresh requests per run at most; none: no cap.",
 )
+_full_read_option = setting_option(
+    RunSection,
+    "full_read",
+    is_flag=True,
+    help="Read every SQL input with a cursor in full in this run: records gone from the "
+    "export are reconciled, and the cursors start again from what this read saw.",
+)
+_full_read_interval_option = setting_option(
+    RunSection,
+    "full_read_interval",
+    metavar="DURATION",
+    help="Read an SQL input with a cursor in full when its last full read is this old "
+    "(7d, 12h, 90m, seconds); 0 or off: always in full.",
+)
 _concurrency_option = setting_option(
     ServiceSection, "concurrency", metavar="N", help="Requests in flight."
 )
@@ -158,6 +172,8 @@ _release_units_option = click.option(
 @_reconcile_option
 @_remap_option
 @_account_option
+@_full_read_option
+@_full_read_interval_option
 @setting_option(
     ServiceSection,
     "base_url",
@@ -184,6 +200,8 @@ def plan_command(
     reconcile: bool,
     remap: bool,
     accounts: tuple[str, ...],
+    full_read: bool | None,
+    full_read_interval: str | None,
     base_url: str | None,
     snapshot: str | None,
     wait: float,
@@ -204,6 +222,8 @@ def plan_command(
             client_id=client_id,
             client_secret=client_secret,
             openapi_url=openapi_url,
+            full_read=full_read,
+            full_read_interval=full_read_interval,
         )
         settings = replace(settings, lock_timeout=wait)
         if out is not None and accounts:
@@ -233,6 +253,7 @@ def plan_command(
         click.echo(json.dumps(document, sort_keys=True, default=str))
     else:
         click.echo(plan.summary_table())
+        _echo_reads(plan)
         _echo_requests(plan, settings)
         _echo_resends(plan)
         click.echo("\n" + backlog_table(rows))
@@ -284,6 +305,8 @@ def plan_command(
 @_reconcile_option
 @_remap_option
 @_account_option
+@_full_read_option
+@_full_read_interval_option
 def sync_command(
     mapping: Path,
     dry_run: bool,
@@ -309,6 +332,8 @@ def sync_command(
     reconcile: bool,
     remap: bool,
     accounts: tuple[str, ...],
+    full_read: bool | None,
+    full_read_interval: str | None,
 ) -> None:
     """Map MAPPING's export, send what changed since the last sync, and report."""
     from connector.pipeline import SyncRequest, run_request
@@ -327,6 +352,8 @@ def sync_command(
             refresh=refresh,
             refresh_max=refresh_max,
             max_duration=max_duration,
+            full_read=full_read,
+            full_read_interval=full_read_interval,
         )
         budget = replace(settings.push.budget, max_requests=max_requests)
         settings = replace(settings, push=replace(settings.push, budget=budget), lock_timeout=wait)
@@ -487,6 +514,18 @@ def _cell(value: Any) -> str:
     return render_value(value)
 
 
+def _echo_reads(plan: Plan, committed: bool | None = None) -> None:
+    """How each SQL input with a cursor was read, and whether its cursor moved."""
+    for read in plan.reads:
+        click.echo(f"read {read.describe()}")
+    if plan.reads and committed is not None:
+        click.echo(
+            "cursors kept for the next run"
+            if committed
+            else "cursors not moved: the next run reads the same rows again"
+        )
+
+
 def _warn_about_plan(plan: Plan) -> None:
     """What a person must know about a plan, on stderr (so ``--json`` stays one document)."""
     if plan.only_ids_not_in_export:
@@ -542,6 +581,7 @@ def _print_report(plan: Plan, document: dict[str, Any], settings: SyncSettings) 
         )
     if document["throttled"]:
         click.echo(f"{document['throttled']} request(s) answered 429 (rate limited) and retried")
+    _echo_reads(plan, document.get("cursors_committed"))
     _print_accounts(document)
     _echo_drift(document)
     for account, message in document["stopped_accounts"].items():

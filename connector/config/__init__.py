@@ -10,6 +10,7 @@ of the library at load time but errors and secrets, so every module may import i
 from connector.config._model import (
     DEFAULT_BASE_URL,
     DEFAULT_CONCURRENCY,
+    DEFAULT_FULL_READ_INTERVAL,
     DEFAULT_HORIZON_DAYS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_DURATION_S,
@@ -33,6 +34,7 @@ from connector.config._table import settings_table
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_FULL_READ_INTERVAL",
     "DEFAULT_HORIZON_DAYS",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_DURATION_S",

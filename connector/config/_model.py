@@ -37,6 +37,9 @@ DEFAULT_SLICE_ROWS = 2_000_000
 """Rows per slice of the mapping: within the default memory limit with room to spare
 (BENCHMARKS.md, "Bounded memory"); a slice costs one more read of the input's keys."""
 
+DEFAULT_FULL_READ_INTERVAL = "7d"
+"""A weekly full read of each SQL input with a cursor finds the rows deleted since."""
+
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|KIB|MB|MIB|GB|GIB|TB|TIB)\s*$", re.IGNORECASE)
 
 
@@ -286,6 +289,18 @@ class RunSection(Section):
         description="rows of an entity the mapping engine maps at once: a larger export is "
         "mapped in slices of records (hash partitions of the record key)",
     )
+    full_read_interval: str = Field(
+        DEFAULT_FULL_READ_INTERVAL,
+        description="an SQL input with a cursor is read in full (finding deletions) when its "
+        "last full read is this old (``7d``, ``12h``, ``90m``, seconds); ``0``, ``none``, "
+        "``off``: always in full",
+        json_schema_extra=_on("--full-read-interval", "sources.full_read_interval"),
+    )
+    full_read: Flag = Field(
+        False,
+        description="read every SQL input in full in this run, cursors or not",
+        json_schema_extra=_on("--full-read", "sources.full_read"),
+    )
     max_quarantine_share: float = Field(
         0.01,
         ge=0,
@@ -325,6 +340,15 @@ class RunSection(Section):
         if isinstance(value, int) and value < 0:
             raise ValueError(f"must be 0 or more (or none), got {value}")
         return value
+
+    @field_validator("full_read_interval", mode="before")
+    @classmethod
+    def _interval(cls, value: object) -> str:
+        from connector.cursors import parse_interval
+
+        text = str(value).strip()
+        parse_interval(text)
+        return text
 
     @field_validator("memory_limit")
     @classmethod

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from connector.config import RunSection
 from connector.contract import Entity
+from connector.cursors import CursorValue, ReadMode, SourceRead
 from connector.duckdb_memory import memory_named, open_duckdb, out_of_memory
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
@@ -49,7 +50,7 @@ from connector.mapping.status_vocabulary import status_fix
 from connector.mapping.validation import RecordValidator
 from connector.records import DateWindow, MappedRecords, status_findings
 from connector.secrets import MASK, is_sensitive
-from connector.sources import Source, open_source
+from connector.sources import Source, SqlSource, open_source
 from connector.sources.base import (
     ROW_COLUMN,
     SOURCE_COLUMN,
@@ -57,6 +58,7 @@ from connector.sources.base import (
     quote_identifier,
     sql_literal,
 )
+from connector.sources.cursors import largest_cursor
 from connector.sources.files import FileState
 
 ValidatedPayloads: TypeAlias = pa.Table | Callable[[pa.Array | None], pa.Table | None]
@@ -144,6 +146,9 @@ def prepare(mapping: Mapping, entities: Iterable[Entity] | None = None) -> Prepa
     sources = {
         name: open_source(name, spec, mapping.base_dir) for name, spec in mapping.inputs.items()
     }
+    for name, source in sources.items():
+        if isinstance(source, SqlSource) and source.cursor is not None:
+            source.cursor_key = mapping.cursor_key(name)
     needed = _inputs_needed(mapping, selected)
     headers = {name: sources[name].columns() for name in needed}
     compiler = Compiler(mapping, headers)
@@ -385,7 +390,9 @@ def _may_read_in_place(prepared: PreparedMapping, since: dict[str, Any]) -> set[
     """
     joined = {name for query in prepared.queries.values() for name in query.joined_inputs}
     own = {query.input_name for query in prepared.queries.values() if query.fingerprintable}
-    return own - joined - set(since)
+    # A database is never read in place: loaded with the others, its read is recorded.
+    tables = {name for name, source in prepared.sources.items() if isinstance(source, SqlSource)}
+    return own - joined - set(since) - tables
 
 
 def _read_in_place(
@@ -446,10 +453,13 @@ def _run(
                 return _InPlaceReadFailed()
             return _failed_on_data(connection, prepared.mapping, query, error)
 
+        reads: dict[str, SourceRead] = {}
         for name, source in prepared.sources.items():
             if name not in may_read_in_place:
                 with memory_named(_reading(prepared, name)):
-                    source.load_into(connection, table_name(name), since=since.get(name))
+                    rows = source.load_into(connection, table_name(name), since=since.get(name))
+                if isinstance(source, SqlSource) and source.cursor is not None:
+                    reads[name] = _read_of(connection, name, source, rows, since.get(name))
         # Stored fingerprints are read before the lock-down: a DuckDB snapshot is attached
         # read-only to this connection (one DuckDB instance, one memory limit), then detached.
         # An entity's own input is not read for it, only its joined inputs.
@@ -532,7 +542,8 @@ def _run(
             except duckdb.Error as error:
                 raise failed(query, error) from None
             filtered = None if accounts is None else ("pushed" if pushed else "after_mapping")
-            finishing.append(_Mapped(entity, validator, split, elsewhere, filtered))
+            own = (reads[query.input_name],) if query.input_name in reads else ()
+            finishing.append(_Mapped(entity, validator, split, elsewhere, filtered, own))
         for item in in_place.values():
             item.check_unchanged()
     # The records are put together once the engine's database is closed: its memory (the
@@ -655,10 +666,12 @@ class _Mapped:
     split: FingerprintSplit | None
     elsewhere: pd.DataFrame | None
     account_filter: str | None = None
+    reads: tuple[SourceRead, ...] = ()
 
     def result(self, window: DateWindow | None) -> MappedRecords:
         result = self.validator.result()
         result.account_filter = self.account_filter
+        result.reads = self.reads
         if self.elsewhere is not None:
             result.present_elsewhere = self.elsewhere
         split = self.split
@@ -670,6 +683,27 @@ class _Mapped:
             if len(carried):
                 result.records = _with_carried(result.records, carried)
         return result
+
+
+def _read_of(
+    connection: duckdb.DuckDBPyConnection,
+    name: str,
+    source: SqlSource,
+    rows: int,
+    since: Any,
+) -> SourceRead:
+    """How ``source`` was read, with the largest cursor value among the rows loaded."""
+    assert source.cursor is not None
+    return SourceRead(
+        input=name,
+        mode=ReadMode.FULL if since is None else ReadMode.INCREMENTAL,
+        rows=rows,
+        since=since if isinstance(since, CursorValue) else None,
+        upto=largest_cursor(
+            connection, table_name(name), source.cursor, text=source.cursor_is_text
+        ),
+        key=source.cursor_key,
+    )
 
 
 def _with_carried(records: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Collection
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -113,6 +114,18 @@ class XlsxInput(NullTexts):
     )
 
 
+class SqlCursor(StrictModel):
+    """An incremental cursor with the column whose rows make one record."""
+
+    column: str = Field(description="The cursor column, e.g. updated_at.")
+    key: str | None = Field(
+        default=None,
+        description="The column a record's rows share (e.g. booking_ref): every row of a key "
+        "with a changed row is read again, so a record is never rebuilt from some of its "
+        "rows. Default: the entity's id when it is a plain column of this input.",
+    )
+
+
 class SqlInput(NullTexts):
     """A table or query of a database reached through SQLAlchemy; its values are read as the
     text a CSV export of them would hold, so null_values apply alike."""
@@ -132,10 +145,12 @@ class SqlInput(NullTexts):
         description="Values of the query's :name bind parameters, bound by the database "
         "driver, never pasted into the SQL; a value may be ${ENV_VAR}.",
     )
-    cursor: str | None = Field(
+    cursor: str | SqlCursor | None = Field(
         default=None,
-        description="Incremental cursor column (e.g. updated_at): when the caller passes a "
-        "`since` value for this input, only rows with cursor > since are read.",
+        description="Incremental cursor column (e.g. updated_at), or {column, key}: a run reads "
+        "only the rows of the keys with a row whose cursor is at least the value the last "
+        "successful run read (docs/mapping.md, Incremental reads); a periodic full read finds "
+        "deletions.",
     )
     chunk_size: int = Field(default=50_000, ge=1)
     reader: Literal["auto", "sqlalchemy"] = Field(
@@ -144,6 +159,15 @@ class SqlInput(NullTexts):
         "read binds no parameters, the rest through SQLAlchemy; sqlalchemy: always through "
         "SQLAlchemy. Both give every value the same text.",
     )
+
+    @property
+    def cursor_column(self) -> str | None:
+        return self.cursor.column if isinstance(self.cursor, SqlCursor) else self.cursor
+
+    @property
+    def cursor_key(self) -> str | None:
+        """The key the file names (``cursor: {key: …}``); None: derived from the entity."""
+        return self.cursor.key if isinstance(self.cursor, SqlCursor) else None
 
     @model_validator(mode="after")
     def _table_or_query(self) -> SqlInput:
@@ -672,6 +696,35 @@ class Mapping(StrictModel):
         """Whether the entity's account member gives external ids (``external_id: true``)."""
         return bool(getattr(self.account_for(entity), "external_id", False))
 
+    def cursor_key(self, input_name: str) -> str | None:
+        """The column whose rows make one record of ``input_name``'s entity: the cursor's
+        ``key``, else the entity's id when every entity reading the input takes it from one
+        plain column; None when neither says (the input is then read in full)."""
+        spec = self.inputs.get(input_name)
+        if not isinstance(spec, SqlInput) or spec.cursor_column is None:
+            return None
+        if spec.cursor_key is not None:
+            return spec.cursor_key
+        found = {
+            _plain_column(entity_spec.fields.id)
+            for _, entity_spec in self.entities.items()
+            if entity_spec.input == input_name
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def incremental_inputs(self, entities: Collection[Entity]) -> dict[str, str]:
+        """The inputs ``entities`` may read incrementally, each with its ``cursor_key``: SQL
+        inputs with a cursor and a key that are the own input of one of them and joined by
+        none (a joined input shapes every record it joins: it is always read in full)."""
+        chosen = [(entity, spec) for entity, spec in self.entities.items() if entity in entities]
+        joined = {name for _, spec in chosen for name in _inputs_named(spec, top=True)}
+        found: dict[str, str] = {}
+        for _, spec in chosen:
+            key = self.cursor_key(spec.input)
+            if key is not None and spec.input not in joined:
+                found[spec.input] = key
+        return found
+
     def relative_path(self, value: str) -> Path:
         """A path the file gives relative to itself (``webhooks:``, destination files)."""
         path = Path(value).expanduser()
@@ -684,3 +737,31 @@ class Mapping(StrictModel):
             if line is not None:
                 return line
         return None
+
+
+def _plain_column(value: Any) -> str | None:
+    """The column an expression is, when it is only a column (no transform)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Expression) and value.model_fields_set == {"column"}:
+        return value.column
+    return None
+
+
+def _inputs_named(value: Any, *, top: bool = False) -> set[str]:
+    """Every ``input:`` a part of the mapping names (joins, rows of another input), but the
+    entity's own at the top."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(exclude_none=True)
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "input" and isinstance(item, str):
+                if not top:
+                    found.add(item)
+            else:
+                found |= _inputs_named(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _inputs_named(item)
+    return found

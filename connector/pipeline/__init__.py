@@ -9,6 +9,7 @@ consequence (``VERDICTS``, ``verdict_of``). Used by the CLI and Dagster.
 """
 
 from connector.arrow_memory import use_run_allocator
+from connector.pipeline._incremental import ReadOptions
 from connector.pipeline._plan_file import (
     apply_plan_file,
     plan_to_file,
@@ -49,6 +50,7 @@ use_run_allocator()
 __all__ = [
     "VERDICTS",
     "ExitCode",
+    "ReadOptions",
     "RunConditions",
     "RunOutcome",
     "RunStatus",

@@ -23,6 +23,13 @@ from connector.client import RunStop, Window, effective_windows, ensure_reachabl
 from connector.contract import Entity
 from connector.errors import ConfigError
 from connector.pipeline._execute import execute_plan
+from connector.pipeline._incremental import (
+    ReadChoice,
+    ReadOptions,
+    choose_reads,
+    commit_reads,
+    settled,
+)
 from connector.pipeline._request import SyncRequest
 from connector.pipeline._shape import shape_plan
 from connector.pipeline._verdict import RunConditions, Verdict, verdict_of
@@ -91,6 +98,9 @@ class SyncReport:
     drift_open_rows: pd.DataFrame | None = None
     # What was held back until an approval (connector.safety.approvals), each with its approval.
     awaiting_approval: tuple[HeldWork, ...] = ()
+    # Whether the cursors of this run's reads (``plan.reads``) were kept: only when every
+    # planned change was settled (connector.pipeline._incremental.settled).
+    cursors_committed: bool = False
 
     @property
     def held(self) -> int:
@@ -194,6 +204,8 @@ class SyncReport:
                 "dropped_by_budget": dict(self.push.resend_dropped),
             },
             "drift": self.drift_json(),
+            "reads": [read.to_json_dict() for read in self.plan.reads],
+            "cursors_committed": self.cursors_committed,
         }
 
     def approval_message(self, dagster: bool = False) -> str:
@@ -242,6 +254,7 @@ def load_batches(
     remap: bool = False,
     accounts: Collection[str] | None = None,
     mapping: Any = None,
+    reads: ReadOptions | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
@@ -254,7 +267,9 @@ def load_batches(
     ``accounts``: keep the records of these accounts only (as the export names them, external
     ids too), and reconcile only them: a run of some accounts of the connection.
     ``mapping``: the file at ``mapping_path`` already loaded (``connector.mapping.Mapping``),
-    so a caller that needs it too checks the file once.
+    so a caller that needs it too checks the file once. ``reads``: with ``snapshot_path``, SQL
+    inputs with a cursor are read since the cursor the snapshot keeps where these options
+    allow (``connector.pipeline._incremental``); the entities read so are no full export.
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
@@ -266,6 +281,19 @@ def load_batches(
     # Read only when some record is mapped: a nightly run with nothing changed maps none.
     validated = partial(validated_payloads, snapshot_path) if snapshot_path is not None else None
     policy = ReconcilePolicy.from_mapping(mapping)
+    choice = (
+        choose_reads(
+            mapping,
+            entities=entities,
+            window=window,
+            accounts=accounts,
+            snapshot_path=snapshot_path,
+            options=reads,
+            now=_now(),
+        )
+        if reads is not None and snapshot_path is not None
+        else ReadChoice()
+    )
     # Without a snapshot nothing is fingerprinted; with --remap every record is mapped and
     # its fingerprint renewed.
     with fingerprint_reader_of(None if remap else snapshot_path, policy.connection) as stored:
@@ -273,10 +301,15 @@ def load_batches(
             mapping,
             entities=entities,
             window=window,
+            since=choice.since,
             validated=validated,
             fingerprints=stored if snapshot_path is not None else None,
             accounts=accounts,
         )
+    batches = {entity: choice.annotated(batch) for entity, batch in batches.items()}
+    policy = replace(
+        policy, incremental=frozenset(e for e, batch in batches.items() if batch.incremental)
+    )
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
         batch.account_is_external_id = mapping.account_is_external_id(entity)
@@ -315,6 +348,11 @@ def _load(
         snapshot_path=request.settings.snapshot_path,
         remap=request.maps_everything,
         accounts=request.accounts,
+        # A forced re-send (--full-resync, --only) finds its records in a full read.
+        reads=ReadOptions(
+            full_read=request.settings.full_read or request.force.active,
+            interval_s=request.settings.full_read_interval_s,
+        ),
     )
 
 
@@ -472,13 +510,17 @@ def sync_request(
         executed = execute_plan(
             plan, snapshot, discovery, request, stop=stop, on_progress=on_progress
         )
+        committed = not request.dry_run and settled(plan, executed.push)
         if not request.dry_run:
             _after_push(snapshot, batches, plan, executed.push, passes)
+        if committed:
+            commit_reads(snapshot, batches, plan.connection, started)
         report = replace(
             _report(request, started, plan, executed.push, snapshot, discovery),
             guard=verdict,
             diff_sample=diff_sample,
             unresolved=_unresolved_records(batches),
+            cursors_committed=committed and bool(plan.reads),
         )
         _record_run(snapshot, report)
     return report
@@ -619,6 +661,7 @@ def _record_run(snapshot: SnapshotStore, report: SyncReport) -> None:
                 held=actions["held"] + int(outcomes.get("held", 0)),
                 **{str(o): int(outcomes.get(str(o), 0)) for o in OUTCOMES},
                 requests=int(outcomes.get("requests", 0)),
+                incremental=int(entity in plan.incremental),
             )
         )
     snapshot.record_run(

@@ -19,6 +19,7 @@ import pandas as pd
 
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
+from connector.cursors import SourceRead
 from connector.plan._drift import OPTIONAL_REASONS
 from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
@@ -121,9 +122,12 @@ class ReconcilePolicy:
     # each reconciles only the records it owns (last acknowledged or exported), so one
     # mapping's full export never deactivates another's units.
     connection: str | None = None
+    # Entities this run read incrementally (connector.pipeline._incremental): their export
+    # holds the changed rows only, so nothing missing from it is gone.
+    incremental: frozenset[Entity] = frozenset()
 
     def missing_rule(self, entity: Entity) -> OnMissing:
-        if not self.full_export.get(entity, True):
+        if not self.full_export.get(entity, True) or entity in self.incremental:
             return OnMissing.IGNORE
         return self.on_missing.get(entity, OnMissing.IGNORE)
 
@@ -170,6 +174,9 @@ class Plan:
     # deactivated anyway when ``released`` (approved).
     units_with_stays: pd.DataFrame = field(default_factory=lambda: _empty(UNIT_STAYS_COLUMNS))
     entities: tuple[str, ...] = ()  # the entities this plan read
+    incremental: tuple[str, ...] = ()  # the entities read incrementally: changed rows only
+    # How the SQL inputs with a cursor were read: in full or since which value, rows read.
+    reads: tuple[SourceRead, ...] = ()
     # The mapping's quarantine: problems per entity, and the first ones (values masked).
     quarantine: dict[str, int] = field(default_factory=dict)
     quarantine_sample: list[dict[str, Any]] = field(default_factory=list)
@@ -249,6 +256,8 @@ class Plan:
             quarantined = int(rows["quarantined"].sum())
             if valid == 0 and quarantined > 0:
                 found[entity] = f"all {quarantined} {entity} records of the export are quarantined"
+            elif entity in self.incremental:
+                continue  # no row changed since the last run
             elif valid == 0 and not (self.window and entity == Entity.RESERVATION):
                 found[entity] = f"the export has no {entity} rows"
         return found
@@ -406,6 +415,7 @@ class Plan:
             **self.effects_json(),
             "unusable": self.unusable,
             "entities": list(self.entities),
+            "reads": [read.to_json_dict() for read in self.reads],
             "requests": self.request_count,
             "resend": self.resends,
             "resend_policy": self.resend.to_json_dict(),
@@ -570,6 +580,10 @@ def build_plan(
         connection=policy.connection,
         units_with_stays=units_with_stays,
         entities=tuple(str(entity) for entity in diffs),
+        incremental=tuple(str(entity) for entity in diffs if entity in policy.incremental),
+        reads=tuple(
+            {read.input: read for batch in batches.values() for read in batch.reads}.values()
+        ),
         quarantine=quarantine_counts(batches),
         quarantine_sample=quarantine_sample(batches),
         resend=resent,

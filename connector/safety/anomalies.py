@@ -49,6 +49,7 @@ class CurrentCounts:
     changed: int  # create + update + deactivate + cancel
     acknowledged: int
     sent: int  # changes sent (acknowledged + dead-lettered + failed + pending)
+    incremental: bool = False  # the entity was read incrementally: its changed rows only
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ def history(
         changed=counts["create"] + counts["update"] + counts["deactivate"] + counts["cancel"],
     )
     counts = counts[counts["extracted"] > 0]  # runs that read this entity
+    if "incremental" in counts:
+        # An incremental read's counts are its changed rows': not the export's history.
+        counts = counts[counts["incremental"].fillna(0) == 0]
     return counts.sort_values("started_at", ascending=False).loc[:, columns]
 
 
@@ -112,7 +116,7 @@ def count_anomalies(
         if recent.empty:
             continue
         extracted = float(recent["extracted"].median())
-        if extracted > 0:
+        if extracted > 0 and not counts.incremental:
             ratio = counts.extracted / extracted
             if ratio < 1 - bands.extracted_drop or ratio > 1 + bands.extracted_rise:
                 found.append(

@@ -268,6 +268,9 @@ def last_successful_rows(snapshot: SnapshotStore, connection: str | None) -> pd.
     good = runs[runs["status"].isin(SUCCESSFUL_RUN_STATUSES) & ~runs["dry_run"].astype(bool)]
     counts = snapshot.run_counts()
     counts = counts.merge(good[["run_id", "started_at"]], on="run_id")
+    if "incremental" in counts:
+        # An incremental read's rows are the changed ones: no baseline of the export's size.
+        counts = counts[counts["incremental"].fillna(0) == 0]
     if counts.empty:
         return pd.DataFrame(columns=["account_id", "entity", "rows"])
     # A run records counts only for the entities it read: an account with zero rows is one
@@ -302,6 +305,8 @@ def _row_drops(
     for (account, entity), rows in sorted(now.items()):
         if window is not None and entity == Entity.RESERVATION:
             continue
+        if entity in plan.incremental:
+            continue  # the changed rows only: a full read compares the export
         before = previous.get((account, entity), 0)
         if rules.row_drop_trips(rows, before):
             found.append(MassChange(account, entity, MassChangeRule.ROW_DROP, rows, before, rules))

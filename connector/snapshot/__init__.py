@@ -19,6 +19,7 @@ from connector.snapshot._accounts import (
     PropertyStatusRecord,
 )
 from connector.snapshot._backends import backend_of
+from connector.snapshot._cursors import StoredCursor
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._events import RECEIVED_EVENT_COLUMNS, IncomingEvent
 from connector.snapshot._fingerprints import fingerprint_reader_of
@@ -84,6 +85,15 @@ class Snapshot:
             yield store
 
 
+def source_cursors(
+    location: str | Path, connection: str | None
+) -> dict[tuple[str, str], StoredCursor]:
+    """The connection's incremental cursors, read before a run opens the snapshot (nothing
+    when there is nothing to read: no snapshot yet, an older schema, a file another process
+    is writing; the run then reads its inputs in full)."""
+    return backend_of(location).source_cursors(location, connection)
+
+
 def validated_payloads(location: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:
     """MD5s of the payloads the snapshot knows valid under the current contract (None: none
     known); with ``record_ids``, of those records' payloads only, so a run that maps a few
@@ -122,6 +132,7 @@ __all__ = [
     "Snapshot",
     "SnapshotLocation",
     "SnapshotStore",
+    "StoredCursor",
     "UnitStaysRequest",
     "acknowledgement_table",
     "fingerprint_reader_of",
@@ -129,6 +140,7 @@ __all__ = [
     "migrate",
     "shown_location",
     "snapshot_location",
+    "source_cursors",
     "state_dir",
     "statements_for",
     "validated_payloads",

@@ -15,6 +15,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from connector.contract import Entity
+from connector.snapshot._cursors import StoredCursor
 from connector.snapshot._location import is_database_url
 from connector.snapshot._locks import LockScope
 from connector.snapshot._store import SnapshotStore
@@ -37,6 +38,10 @@ class SnapshotBackend(Protocol):
     def validated_payloads(
         self, location: str | Path, record_ids: pa.Array | None
     ) -> pa.Table | None: ...
+
+    def source_cursors(
+        self, location: str | Path, connection: str | None
+    ) -> dict[tuple[str, str], StoredCursor]: ...
 
     def fingerprint_reader(
         self, location: str | Path, connection: str | None

@@ -29,6 +29,7 @@ from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
 from connector.snapshot import _fingerprints, _resend
+from connector.snapshot._cursors import StoredCursor
 from connector.snapshot._locks import LockScope
 from connector.snapshot._migrations import MIGRATIONS, migrate
 from connector.snapshot._model import (
@@ -43,6 +44,8 @@ from connector.snapshot._primitives import Params, Rows
 
 VALIDATED_PAYLOADS_SINCE = 6
 """The schema version that records which contract validated each payload."""
+CURSORS_SINCE = 14
+"""The migration that created ``source_cursors``."""
 
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock")
 
@@ -769,6 +772,25 @@ def fingerprint_reader(
         yield reader
     finally:
         reader.close()
+
+
+def source_cursors(path: str | Path, connection: str | None) -> dict[tuple[str, str], StoredCursor]:
+    """The incremental cursors a snapshot file keeps, through a read-only connection of its
+    own; none when there is no file yet, its schema predates them, or another process is
+    writing it (the run then reads its inputs in full)."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        return {}
+    try:
+        with open_duckdb(str(file), read_only=True) as db:
+            versions = {
+                v for (v,) in db.execute("SELECT version FROM schema_migrations").fetchall()
+            }
+            if CURSORS_SINCE not in versions:
+                return {}
+            return DuckDBSnapshot(db, str(file), read_only=True).source_cursors(connection)
+    except duckdb.Error:
+        return {}
 
 
 def validated_payloads(path: str | Path, record_ids: pa.Array | None = None) -> pa.Table | None:

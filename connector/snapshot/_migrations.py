@@ -344,6 +344,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        14,
+        "incremental cursors of SQL inputs, and which run counts read incrementally",
+        (
+            # Per connection, input and scope (the entities, window and accounts a run read
+            # it for), the largest cursor value a run read and the service acknowledged, and
+            # when the last such run read the input in full (connector.pipeline._incremental).
+            """
+            CREATE TABLE IF NOT EXISTS source_cursors (
+                connection   VARCHAR NOT NULL,  -- '' for the unnamed connection
+                input_name   VARCHAR NOT NULL,
+                scope        VARCHAR NOT NULL,
+                cursor_value VARCHAR,           -- the value's text, exactly as read
+                cursor_kind  VARCHAR,           -- integer | decimal | date | timestamp | ...
+                full_read_at TIMESTAMP,
+                committed_at TIMESTAMP NOT NULL,
+                PRIMARY KEY (connection, input_name, scope)
+            )
+            """,
+            # An incremental read's counts are no baseline of the guard or the anomaly bands:
+            # its rows are the changed ones, not the export's.
+            "ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS incremental INTEGER DEFAULT 0",
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

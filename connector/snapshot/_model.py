@@ -243,6 +243,7 @@ class RunCounts:
     failed: int = 0
     pending: int = 0
     requests: int = 0
+    incremental: int = 0  # 1: the entity was read incrementally (its changed rows only)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
 from connector.snapshot._accounts import AccountTables, PropertyState, PropertyStatusRecord
+from connector.snapshot._cursors import CursorTables
 from connector.snapshot._events import EventTables
 from connector.snapshot._fingerprints import STORED_SQL, connection_key
 from connector.snapshot._links import LinkTables
@@ -65,7 +66,7 @@ _REPLACE_POSSIBLY_STORED = """UPDATE SET
 """
 
 
-class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables):
+class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables, CursorTables):
     """The store's reads and writes on top of a backend's primitives."""
 
     # -- acknowledgements, refusals, possibly stored changes ------------------------------

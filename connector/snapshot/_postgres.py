@@ -33,6 +33,7 @@ from sqlalchemy.pool import NullPool
 from connector.contract import CONTRACT_FINGERPRINT, Entity
 from connector.duckdb_memory import open_duckdb
 from connector.errors import SnapshotError
+from connector.snapshot._cursors import StoredCursor
 from connector.snapshot._duckdb import DuckDBSnapshot
 from connector.snapshot._location import shown_location, sqlalchemy_url
 from connector.snapshot._locks import HOLDERS_TABLE_SQL, LockScope, ScopeLocks
@@ -540,6 +541,16 @@ def validated_payloads(location: str | Path, record_ids: pa.Array | None = None)
             return database.validated_payloads(record_ids)
     except SnapshotError:
         return None  # the run validates every record, which is only slower
+
+
+def source_cursors(
+    location: str | Path, connection: str | None
+) -> dict[tuple[str, str], StoredCursor]:
+    try:
+        with PostgresSnapshot.open(str(location), read_only=True) as database:
+            return database.source_cursors(connection)
+    except SnapshotError:
+        return {}  # the run reads its inputs in full
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from connector.contract import Entity
 from connector.snapshot._accounts import DiscoveredAccount, PropertyStatusRecord
+from connector.snapshot._cursors import StoredCursor
 from connector.snapshot._events import IncomingEvent
 from connector.snapshot._links import GuestLinkRecord
 from connector.snapshot._model import (
@@ -217,4 +218,14 @@ class SnapshotStore(Protocol):
         self, connection: str, written: Mapping[str, int], at: datetime
     ) -> None:
         """Move the destinations' cursors forward (never back), in one transaction."""
+        ...
+
+    # Incremental cursors of SQL inputs (connector.pipeline._incremental).
+
+    def source_cursors(self, connection: str | None) -> dict[tuple[str, str], StoredCursor]:
+        """The connection's cursors by (input, scope)."""
+        ...
+
+    def save_source_cursors(self, connection: str | None, cursors: Sequence[StoredCursor]) -> None:
+        """Keep the cursors of an acknowledged run, in one transaction."""
         ...

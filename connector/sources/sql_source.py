@@ -6,8 +6,9 @@ reader cannot render exactly go through SQLAlchemy. Both give every value the sa
 
 The URL comes from the mapping (normally ``${PMS_DB_URL}``); it never appears in an error with
 its password, and the password is registered as a secret (masked in every sink). An optional
-cursor column makes a read incremental: the caller passes the last value it saw as ``since``
-and only newer rows are read.
+cursor column makes a read incremental: the caller passes the largest value the last read saw
+as ``since``, and every row of a key (``cursor_key``) that has a row with a cursor at least
+``since`` is read, bound as a parameter (``connector.sources.cursors``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from connector.cursors import CursorValue
 from connector.errors import SourceError
 from connector.secrets import mask_text, register_secret
 from connector.sources.arrow_sql import Unsupported, arrow_driver, read_arrow
@@ -41,6 +43,9 @@ from connector.sources.base import (
 _log = logging.getLogger(__name__)
 
 SqlReader = Literal["auto", "sqlalchemy"]
+
+KEYS_PER_READ = 10_000
+"""Changed keys bound in one query where they are read first (MySQL, MariaDB)."""
 
 
 def safe_url(url: str) -> str:
@@ -61,6 +66,7 @@ class SqlSource(Source):
         query: str | None = None,
         params: dict[str, Any] | None = None,
         cursor: str | None = None,
+        cursor_key: str | None = None,
         null_values: list[str] | tuple[str, ...] = ("",),
         chunk_size: int = 50_000,
         base_dir: Path | None = None,
@@ -75,6 +81,10 @@ class SqlSource(Source):
         self.query = query
         self.params = dict(params or {})
         self.cursor = cursor
+        self.cursor_key = cursor_key
+        # A cursor column of text (dates kept as text) is compared with a text: the
+        # database compares values of one type only (columns() finds out).
+        self.cursor_is_text = False
         self.null_values = set(null_values)
         self.chunk_size = chunk_size
         self.reader: SqlReader = reader
@@ -102,14 +112,36 @@ class SqlSource(Source):
             )
         return self.query.strip().rstrip(";")  # type: ignore[union-attr]
 
-    def _select(self, since: Any) -> tuple[str, dict[str, Any]]:
+    def _select(self, since: Any, *, keys_only: bool = False) -> tuple[str, dict[str, Any]]:
+        """The read of the rows (since a cursor value); ``keys_only``: the keys with a row
+        changed since it."""
         sql = f"SELECT * FROM ({self._base_sql()}) AS pms_sync_input"
         params = dict(self.params)
         if since is not None:
             if self.cursor is None:
                 raise SourceError("a since value needs a cursor column", source=self.name)
-            column = self.engine.dialect.identifier_preparer.quote(self.cursor)
-            sql += f" WHERE pms_sync_input.{column} > :pms_sync_since"
+            quote = self.engine.dialect.identifier_preparer.quote
+            column = quote(self.cursor)
+            # >=: rows written in the same instant as the last read's largest value are read
+            # again rather than missed; unchanged, they come to nothing in the diff.
+            changed = f"pms_sync_changed.{column} >= :pms_sync_since"
+            if keys_only:
+                key = quote(self.cursor_key or self.cursor)
+                sql = (
+                    f"SELECT DISTINCT pms_sync_changed.{key} FROM ({self._base_sql()}) "
+                    f"AS pms_sync_changed WHERE {changed} AND pms_sync_changed.{key} IS NOT NULL"
+                )
+            elif self.cursor_key is None:
+                sql += f" WHERE pms_sync_input.{column} >= :pms_sync_since"
+            else:
+                # Every row of a key with a changed row: a record is built from all its rows.
+                key = quote(self.cursor_key)
+                sql += (
+                    f" WHERE pms_sync_input.{key} IN (SELECT pms_sync_changed.{key} FROM "
+                    f"({self._base_sql()}) AS pms_sync_changed WHERE {changed})"
+                )
+            if isinstance(since, CursorValue):
+                since = since.bound(self.engine.url.get_backend_name(), text=self.cursor_is_text)
             params["pms_sync_since"] = since
         return sql, params
 
@@ -119,32 +151,62 @@ class SqlSource(Source):
             with self.engine.connect() as connection:
                 result = connection.execute(sa.text(f"{sql} WHERE 1 = 0"), params)
                 names = list(result.keys())
+                description = result.cursor.description if result.cursor is not None else None
         except SQLAlchemyError as error:
             raise SourceError(
                 f"cannot query {safe_url(self.url)}: {_first_line(error)}", source=self.name
             ) from None
-        if self.cursor is not None and self.cursor not in names:
-            raise SourceError(
-                f"cursor column {self.cursor!r} is not among the columns {names}",
-                source=self.name,
-                field=self.cursor,
-            )
+        for column in (self.cursor, self.cursor_key):
+            if column is not None and column not in names:
+                raise SourceError(
+                    f"cursor column {column!r} is not among the columns {names}",
+                    source=self.name,
+                    field=column,
+                )
+        if self.cursor is not None and description:
+            type_code = description[names.index(self.cursor)][1]
+            self.cursor_is_text = _text_type(self.engine.url.get_backend_name(), type_code)
         return names
 
     def _frames(self, columns: list[str], since: Any) -> Iterator[tuple[str, pd.DataFrame]]:
-        sql, params = self._select(since)
         label = self.describe()
         try:
             with self.engine.connect() as connection:
-                result = connection.execution_options(stream_results=True).execute(
-                    sa.text(sql), params
-                )
-                while rows := result.fetchmany(self.chunk_size):
-                    yield label, text_frame(rows, columns, self.null_values)
+                for statement, params in self._statements(connection, since):
+                    result = connection.execution_options(stream_results=True).execute(
+                        statement, params
+                    )
+                    while rows := result.fetchmany(self.chunk_size):
+                        yield label, text_frame(rows, columns, self.null_values)
         except SQLAlchemyError as error:
             raise SourceError(
                 f"cannot read from {safe_url(self.url)}: {_first_line(error)}", source=self.name
             ) from None
+
+    def _statements(
+        self, connection: sa.Connection, since: Any
+    ) -> Iterator[tuple[sa.TextClause, dict[str, Any]]]:
+        """The reads of the rows: one query, or where the changed keys are read first, one
+        per ``KEYS_PER_READ`` of them."""
+        sql, params = self._select(since)
+        if since is None or self.cursor_key is None or not self._keys_first():
+            yield sa.text(sql), params
+            return
+        quote = self.engine.dialect.identifier_preparer.quote
+        key = quote(self.cursor_key)
+        changed_sql, changed_params = self._select(since, keys_only=True)
+        keys = [row[0] for row in connection.execute(sa.text(changed_sql), changed_params)]
+        statement = sa.text(
+            f"SELECT * FROM ({self._base_sql()}) AS pms_sync_input "
+            f"WHERE pms_sync_input.{key} IN :pms_sync_keys"
+        ).bindparams(sa.bindparam("pms_sync_keys", expanding=True))
+        for start in range(0, len(keys), KEYS_PER_READ):
+            yield statement, {**self.params, "pms_sync_keys": keys[start : start + KEYS_PER_READ]}
+
+    def _keys_first(self) -> bool:
+        # MySQL and MariaDB run `key IN (SELECT key …)` over TEXT columns as a nested loop
+        # (they materialise no TEXT): the changed keys are read first, then their rows.
+        return self.engine.url.get_backend_name() in ("mysql", "mariadb")
 
     def load_into(
         self, connection: duckdb.DuckDBPyConnection, table: str, since: Any = None
@@ -208,6 +270,19 @@ class SqlSource(Source):
             return connection.execute(
                 sa.text(f"SELECT max({column}) FROM ({sql}) AS q"), params
             ).scalar()
+
+
+# The DB-API type codes of text columns: PostgreSQL's type OIDs (text, varchar, bpchar,
+# char, name), MySQL's field types (VARCHAR, VAR_STRING, STRING, and BLOB for TEXT).
+_TEXT_TYPES = {"postgresql": {25, 1043, 1042, 18, 19}, "mysql": {15, 253, 254, 252}}
+_TEXT_TYPES["mariadb"] = _TEXT_TYPES["mysql"]
+
+
+def _text_type(backend: str, type_code: object) -> bool:
+    """Whether a column of ``backend`` whose DB-API type code is ``type_code`` holds text."""
+    if isinstance(type_code, str):
+        return type_code.lower() in ("str", "text", "varchar", "string")
+    return type_code in _TEXT_TYPES.get(backend, set())
 
 
 def _register_password(url: str) -> None:

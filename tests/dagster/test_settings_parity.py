@@ -23,6 +23,7 @@ from pms_sync.resources import (
     OpenApiResource,
     ServiceResource,
     SnapshotResource,
+    SourcesResource,
     SyncChecksResource,
     default_open_api,
     default_resources,
@@ -33,6 +34,7 @@ RESOURCES: dict[str, Any] = {
     "service": ServiceResource,
     "open_api": OpenApiResource,
     "snapshot": SnapshotResource,
+    "sources": SourcesResource,
     "sync_checks": SyncChecksResource,
 }
 SETTINGS_BY_VARIABLE = {

@@ -18,6 +18,7 @@ import pytest
 from snapshot_samples import TODAY, acknowledge_all, batches, reservation, unit
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
+from connector.cursors import CursorKind, CursorValue
 from connector.plan import ReconcilePolicy, build_plan
 from connector.snapshot import (
     Acknowledgement,
@@ -37,6 +38,7 @@ from connector.snapshot import (
     RunRecord,
     Snapshot,
     SnapshotStore,
+    StoredCursor,
     UnitStaysRequest,
     acknowledgement_table,
 )
@@ -430,6 +432,41 @@ def test_limiter_accounts_links_events_and_fingerprints(
     # A redelivery takes the next seq too (the order of the last delivery).
     assert found["last_seq"] == [3, 3]
     assert found["kept"] == 1
+
+
+def test_source_cursors_round_trip_and_keep_what_a_read_did_not_find(
+    on_both: Callable[[Scenario], dict[str, Any]],
+) -> None:
+    stamp = CursorValue("2026-05-31 23:59:59.123456", CursorKind.TIMESTAMP)
+    later = CursorValue("2026-06-01 07:00:00", CursorKind.TIMESTAMP)
+
+    def scenario(store: SnapshotStore) -> dict[str, Any]:
+        scope = "entities=reservation"
+        full = StoredCursor("stays", scope, stamp, AT, AT)
+        store.save_source_cursors("hotel", [full, StoredCursor("units", scope, None, AT, AT)])
+        # An incremental read that found no row keeps the value and the full read's time.
+        store.save_source_cursors(
+            "hotel", [StoredCursor("stays", scope, None, None, AT + timedelta(hours=1))]
+        )
+        after_empty = store.source_cursors("hotel")[("stays", scope)]
+        store.save_source_cursors(
+            "hotel", [StoredCursor("stays", scope, later, None, AT + timedelta(hours=2))]
+        )
+        found = store.source_cursors("hotel")
+        return {
+            "after_empty": (after_empty.value, after_empty.full_read_at),
+            "stays": (found[("stays", scope)].value, found[("stays", scope)].full_read_at),
+            "units": (found[("units", scope)].value, found[("units", scope)].full_read_at),
+            "other connection": store.source_cursors("apartments"),
+        }
+
+    found = on_both(scenario)
+    assert found == {
+        "after_empty": (stamp, AT),
+        "stays": (later, AT),
+        "units": (None, AT),
+        "other connection": {},
+    }
 
 
 def test_event_write_cursors_move_forward_per_connection_and_destination(

@@ -18,9 +18,11 @@ import pytest
 import sqlalchemy as sa
 
 from connector.contract import Entity
+from connector.cursors import CursorKind, CursorValue
 from connector.errors import MappingError, SourceError
 from connector.mapping import load_mapping, map_records
 from connector.sources import SqlSource
+from connector.sources.cursors import largest_cursor
 from tests.servers import mariadb_database, postgres_schema_url
 
 EXAMPLE = Path(__file__).parents[2] / "mappings" / "sql_pms"
@@ -92,12 +94,13 @@ def test_a_query_takes_bound_parameters() -> None:
     assert {row[1] for row in read(source)} == {"3"}
 
 
-def test_a_cursor_reads_only_rows_newer_than_since() -> None:
+def test_a_cursor_reads_only_rows_at_or_after_since() -> None:
     source = SqlSource("units", SQLITE_URL, table="units", cursor="updated_at")
     everything = read(source)
     newer = read(source, since="2025-01-01 08:00:00")
     assert len(everything) == 12
-    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    # The boundary row is read again: unchanged, the diff makes it a skip.
+    assert [row[0] for row in newer] == ["8", "9", "10", "11", "12"]
     assert source.max_cursor() == "2025-01-01 12:00:00"
 
 
@@ -127,7 +130,7 @@ def test_since_passed_to_map_records_reaches_the_cursor(tmp_path: Path) -> None:
     )
     mapping = load_mapping(tmp_path / "units.yaml")
     batch = map_records(mapping, since={"units": datetime(2025, 1, 1, 10)})[Entity.ACCOMMODATION]
-    assert sorted(batch.records["record_id"]) == ["11", "12"]
+    assert sorted(batch.records["record_id"]) == ["10", "11", "12"]
     with pytest.raises(MappingError, match="since"):
         map_records(mapping, since={"rooms": 1})
 
@@ -157,7 +160,7 @@ def test_postgresql_holding_the_same_schema_maps_to_the_same_records(
 def test_postgresql_cursor_and_parameters_work_over_a_real_connection(postgres_url: str) -> None:
     source = SqlSource("units", postgres_url, table="units", cursor="updated_at", chunk_size=5)
     newer = read(source, since=datetime(2025, 1, 1, 8))
-    assert [row[0] for row in newer] == ["9", "10", "11", "12"]
+    assert [row[0] for row in newer] == ["8", "9", "10", "11", "12"]
     assert newer[0][-1] == 1
 
 
@@ -200,3 +203,28 @@ def test_a_postgresql_source_that_disappears_mid_read_is_a_source_error_naming_t
     assert caught.value.source == "bookings"
     assert "cannot read from postgresql" in message
     assert "input bookings" in message
+
+
+@pytest.mark.postgres
+def test_a_cursor_column_of_text_is_compared_as_text() -> None:
+    # Times kept as text (an export loaded as is): the value read is bound back as text.
+    with postgres_schema_url("pms_sync_text_cursor") as url:
+        engine = sa.create_engine(url)
+        with engine.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE t (id INTEGER, at TEXT)"))
+            connection.execute(
+                sa.text(
+                    "INSERT INTO t VALUES (1, '2026-01-01T09:00:00Z'), "
+                    "(2, '2026-01-01T10:00:00Z'), (3, '2026-01-01T11:00:00Z')"
+                )
+            )
+        engine.dispose()
+        source = SqlSource("t", url, table="t", cursor="at")
+        with duckdb.connect() as connection:
+            source.load_into(connection, "t")
+            largest = largest_cursor(connection, "t", "at", text=source.cursor_is_text)
+        assert source.cursor_is_text and largest == CursorValue(
+            "2026-01-01T11:00:00Z", CursorKind.TEXT
+        )
+        since = CursorValue("2026-01-01T10:00:00Z", CursorKind.TIMESTAMPTZ)
+        assert [row[0] for row in read(source, since=since)] == ["2", "3"]
