@@ -49,19 +49,23 @@ def _header(path: Path) -> list[str]:
         return next(csv.reader(handle))
 
 
+def _loaded(connection: sa.Connection, folder: Path, namespace: str, bookings: str) -> bool:
+    """Whether the schema or database already holds every table and all the export's bookings."""
+    expected = sum(1 for _ in (folder / "bookings.csv").open("rb")) - 1
+    present = connection.execute(
+        sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
+        {"s": namespace},
+    ).scalar()
+    if present != len(TABLES):
+        return False
+    return connection.execute(sa.text(f"SELECT count(*) FROM {bookings}")).scalar() == expected
+
+
 def _load_postgres(folder: Path, schema: str) -> str:
     engine = sa.create_engine(POSTGRES_URL)
-    rows = folder / "bookings.csv"
-    expected = sum(1 for _ in rows.open("rb")) - 1
     with engine.begin() as connection:
-        present = connection.execute(
-            sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
-            {"s": schema},
-        ).scalar()
-        if present == len(TABLES):
-            count = connection.execute(sa.text(f'SELECT count(*) FROM "{schema}".bookings'))
-            if count.scalar() == expected:
-                return schema
+        if _loaded(connection, folder, schema, f'"{schema}".bookings'):
+            return schema
         connection.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
         connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
         raw = connection.connection.driver_connection
@@ -86,17 +90,9 @@ def _load_postgres(folder: Path, schema: str) -> str:
 
 def _load_mariadb(folder: Path, database: str) -> str:
     engine = sa.create_engine(MARIADB_URL, connect_args={"local_infile": True})
-    rows = folder / "bookings.csv"
-    expected = sum(1 for _ in rows.open("rb")) - 1
     with engine.begin() as connection:
-        present = connection.execute(
-            sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = :s"),
-            {"s": database},
-        ).scalar()
-        if present == len(TABLES):
-            count = connection.execute(sa.text(f"SELECT count(*) FROM `{database}`.bookings"))
-            if count.scalar() == expected:
-                return database
+        if _loaded(connection, folder, database, f"`{database}`.bookings"):
+            return database
         connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{database}`"))
         connection.execute(sa.text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
         for table in TABLES:
