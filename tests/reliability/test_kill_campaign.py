@@ -4,7 +4,8 @@ sandbox ends holding exactly the source, with no record lost and none held twice
 
 The source changes before every run (seeded random adds, changes and removals of units and
 stays), so every killed run has work to lose. Kill times are drawn from a fixed seed across the
-measured duration of an unkilled run; where a kill lands also depends on the machine's load,
+measured duration of an unkilled run, every other one within 0.2 s of the run's first
+request; where a kill lands also depends on the machine's load,
 so the campaign keeps going until PMS_SYNC_KILL_POINTS kills have landed inside a
 run. `make test` lands 10 (20-35 s on the 2-core machine, by its load), `make soak` 40; a
 run of 20 took 72 s on the loaded machine.
@@ -80,7 +81,13 @@ def test_a_sync_killed_at_random_points_then_rerun_always_leaves_exactly_the_sou
         log = tmp_path / f"run-{runs}.log"
 
         fork_server.start(command, env, log)
-        time.sleep(delay)
+        if runs % 2:
+            time.sleep(delay)
+        else:
+            # Every other kill waits for the victim's first request, so kills land in the push
+            # however long reading and diffing take on a loaded machine.
+            _wait_for_request(clean_sandbox, requests_before, deadline=4 * run_duration)
+            time.sleep(rng.uniform(0.0, 0.2))
         fork_server.signal(signal.SIGKILL)  # a no-op on a run that finished before its kill point
         returncode = fork_server.wait()
 
@@ -129,3 +136,11 @@ def test_a_sync_killed_at_random_points_then_rerun_always_leaves_exactly_the_sou
     assert sum(landed.values()) == KILL_POINTS
     assert landed["push"] and landed["before the first request (extract, diff)"]
     assert final.requests == 0  # the snapshot agrees with the service: nothing left to send
+
+
+def _wait_for_request(sandbox: SandboxHandle, before: int, deadline: float) -> None:
+    """Until the sync webhooks received a request after ``before`` of them, or ``deadline``
+    seconds passed (the run may have had nothing to send)."""
+    ends = time.monotonic() + deadline
+    while sync_requests(sandbox) <= before and time.monotonic() < ends:
+        time.sleep(0.005)
