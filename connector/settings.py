@@ -73,6 +73,9 @@ class SyncSettings:
     # The rolling refresh (docs/drift.md). Off unless set: load_settings turns it on for a
     # remote service.
     refresh: RefreshPolicy = field(default_factory=RefreshPolicy)
+    # Rows of an entity the mapping maps at once (``PMS_SYNC_SLICE_ROWS``); None: as the
+    # environment sets them when the mapping runs.
+    slice_rows: int | None = None
 
 
 def load_settings(
@@ -186,6 +189,7 @@ def sync_settings(
             offboard=open_api.offboard_properties, update_sub_units=open_api.update_sub_units
         ),
         refresh=refresh_policy(client, run),
+        slice_rows=run.slice_rows,
     )
 
 

@@ -242,6 +242,7 @@ def load_batches(
     remap: bool = False,
     accounts: Collection[str] | None = None,
     mapping: Any = None,
+    slice_rows: int | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
@@ -254,7 +255,8 @@ def load_batches(
     ``accounts``: keep the records of these accounts only (as the export names them, external
     ids too), and reconcile only them: a run of some accounts of the connection.
     ``mapping``: the file at ``mapping_path`` already loaded (``connector.mapping.Mapping``),
-    so a caller that needs it too checks the file once.
+    so a caller that needs it too checks the file once. ``slice_rows``: the run's setting
+    (``SyncSettings.slice_rows``), rows of an entity mapped at once.
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
@@ -276,6 +278,7 @@ def load_batches(
             validated=validated,
             fingerprints=stored if snapshot_path is not None else None,
             accounts=accounts,
+            slice_rows=slice_rows,
         )
     for entity, batch in batches.items():
         # External ids stay in account_id until the run resolves them (connector.accounts).
@@ -315,6 +318,7 @@ def _load(
         snapshot_path=request.settings.snapshot_path,
         remap=request.maps_everything,
         accounts=request.accounts,
+        slice_rows=request.settings.slice_rows,
     )
 
 
