@@ -21,6 +21,7 @@ import pandas as pd
 from connector.accounts import AccountDiscovery, AccountsReport
 from connector.client import RunStop, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
+from connector.duckdb_memory import memory_named
 from connector.errors import ConfigError
 from connector.pipeline._execute import execute_plan
 from connector.pipeline._request import SyncRequest
@@ -488,6 +489,9 @@ def sync_request(
     return report
 
 
+KEEPING_STEP = "keeping the export's owners and source fingerprints in the snapshot"
+
+
 def _after_push(
     snapshot: SnapshotStore,
     batches: Mapping[Entity, MappedRecords],
@@ -496,8 +500,9 @@ def _after_push(
     passes: Mapping[Entity, Any] | None,
 ) -> None:
     """What the snapshot keeps of the export once the push is over."""
-    _adopt_exported(snapshot, batches, plan.connection)
-    keep_fingerprints(snapshot, batches, plan.connection)
+    with memory_named(KEEPING_STEP):
+        _adopt_exported(snapshot, batches, plan.connection)
+        keep_fingerprints(snapshot, batches, plan.connection)
     if passes:
         finish_passes(snapshot, passes, plan, result, _now())
 
