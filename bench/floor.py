@@ -28,10 +28,10 @@ from typing import Any
 import duckdb
 
 MEMORY_LIMIT = "1GB"
-SLICE_ROWS = 2_000_000
-"""Rows grouped into documents at once, as pms-sync's default slices: DuckDB cannot spill the
-list aggregate a document's units are built with, so a larger export is grouped a hash
-partition of its reservations at a time."""
+SLICE_ROWS = 1_000_000
+"""Rows grouped into documents at once: DuckDB cannot spill the list aggregate a document's
+units are built with, so a larger export is grouped a hash partition of its reservations at a
+time (as pms-sync's mapping is, ``PMS_SYNC_SLICE_ROWS``)."""
 
 # hotel_code → account, as the example mapping's lookup with its environment defaults.
 ACCOUNTS = "CASE hotel_code WHEN 'BER' THEN 'demo' WHEN 'MUC' THEN 'demo-2' END"
@@ -154,6 +154,8 @@ _ROW_FINGERPRINTS = """
 def _connect(database: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(database, config={"memory_limit": MEMORY_LIMIT})
     connection.execute("SET enable_progress_bar = false")
+    # As pms-sync's mapping connection: no order is read, and keeping it costs memory.
+    connection.execute("SET preserve_insertion_order = false")
     return connection
 
 
