@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
 from connector.documents import DocumentArray
-from connector.duckdb_memory import open_duckdb
+from connector.duckdb_memory import open_duckdb, out_of_memory
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
@@ -436,7 +436,10 @@ class DuckDBSnapshot(SnapshotOperations):
         try:
             return session.execute(text, values).fetchall()
         finally:
-            session.unregister("batch")
+            # A failed statement aborts the transaction, and unregistering in it fails too:
+            # the statement's error is the one to report.
+            with contextlib.suppress(duckdb.TransactionException):
+                session.unregister("batch")
 
     def _json_text(self, document: str, member: str) -> str:
         return f"json_extract_string({document}, '$.{member}')"
@@ -458,6 +461,9 @@ class DuckDBSnapshot(SnapshotOperations):
             # DuckDB (re)creates its write-ahead log with the umask's mode at the first write
             # after a checkpoint; it holds the same door codes as the file.
             _keep_private(Path(self.location))
+        except duckdb.OutOfMemoryException:
+            _rollback(cursor)
+            raise out_of_memory(f"writing the snapshot {self.location}") from None
         except duckdb.Error as error:
             _rollback(cursor)
             raise SnapshotError(f"cannot write the snapshot {self.location}: {error}") from error
