@@ -28,6 +28,10 @@ from typing import Any
 import duckdb
 
 MEMORY_LIMIT = "1GB"
+SLICE_ROWS = 1_000_000
+"""Rows grouped into documents at once: DuckDB cannot spill the list aggregate a document's
+units are built with, so a larger export is grouped a hash partition of its reservations at a
+time (as pms-sync's mapping is, ``PMS_SYNC_SLICE_ROWS``)."""
 
 # hotel_code → account, as the example mapping's lookup with its environment defaults.
 ACCOUNTS = "CASE hotel_code WHEN 'BER' THEN 'demo' WHEN 'MUC' THEN 'demo-2' END"
@@ -114,15 +118,29 @@ def _rows_sql(data: Path) -> str:
     return f"read_csv({str(data / 'bookings.csv')!r}, all_varchar = true, header = true)"
 
 
-def _documents_sql(rows: str) -> str:
-    """account_id, record_id, payload, content_hash of every reservation in ``rows``."""
+def _documents_sql(rows: str, part: tuple[int, int] = (0, 1)) -> str:
+    """account_id, record_id, payload, content_hash of every reservation in ``rows`` (of the
+    ``part`` = (index, count) hash partition of the reservations only)."""
+    index, count = part
+    within = "" if count == 1 else f"WHERE hash(hotel_code, booking_no) % {count} = {index}"
     return f"""
         SELECT {ACCOUNTS} AS account_id, booking_no AS record_id,
                {_document(True)} AS payload, md5({_document(False)}) AS content_hash
         FROM (SELECT *, {UNIT} AS unit, {GUEST} AS guest,
-                     booking_no || '-' || line_no AS unit_id FROM {rows})
+                     booking_no || '-' || line_no AS unit_id FROM {rows} {within})
         GROUP BY hotel_code, booking_no
     """
+
+
+def _parts(connection: duckdb.DuckDBPyConnection, rows: str) -> tuple[str, list[tuple[int, int]]]:
+    """``rows`` loaded once into a table when they are grouped in several partitions, and the
+    partitions (:data:`SLICE_ROWS` rows each at most)."""
+    (found,) = connection.execute(f"SELECT count(*) FROM {rows}").fetchone()  # type: ignore[misc]
+    count = max(1, -(-int(found) // SLICE_ROWS))
+    if count == 1:
+        return rows, [(0, 1)]
+    connection.execute(f"CREATE TEMP TABLE bookings AS SELECT * FROM {rows}")
+    return "bookings", [(index, count) for index in range(count)]
 
 
 _ROW_FINGERPRINTS = """
@@ -136,6 +154,8 @@ _ROW_FINGERPRINTS = """
 def _connect(database: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(database, config={"memory_limit": MEMORY_LIMIT})
     connection.execute("SET enable_progress_bar = false")
+    # As pms-sync's mapping connection: no order is read, and keeping it costs memory.
+    connection.execute("SET preserve_insertion_order = false")
     return connection
 
 
@@ -143,11 +163,15 @@ def prepare(data: Path, state: Path) -> dict[str, Any]:
     """What a first run leaves: the hashes sent and the source fingerprints (untimed)."""
     state.unlink(missing_ok=True)
     with _connect(str(state)) as connection:
-        rows = _rows_sql(data)
+        rows, parts = _parts(connection, _rows_sql(data))
         connection.execute(
-            f"CREATE TABLE sent AS SELECT account_id, record_id, content_hash "
-            f"FROM ({_documents_sql(rows)})"
+            "CREATE TABLE sent (account_id VARCHAR, record_id VARCHAR, content_hash VARCHAR)"
         )
+        for part in parts:
+            connection.execute(
+                f"INSERT INTO sent SELECT account_id, record_id, content_hash "
+                f"FROM ({_documents_sql(rows, part)})"
+            )
         connection.execute(
             "CREATE TABLE fingerprints AS " + _ROW_FINGERPRINTS.format(accounts=ACCOUNTS, rows=rows)
         )
@@ -173,14 +197,18 @@ def run(variant: str, data: Path, state: Path) -> dict[str, Any]:
                 f"ON changed_keys.account_id = {ACCOUNTS} "
                 f"AND changed_keys.record_id = export.booking_no)"
             )
-        # sum(length(payload)): every changed document is written out in full.
-        (changed, _) = connection.execute(
-            f"SELECT count(*), sum(length(payload)) FROM ({_documents_sql(rows)}) AS d "
-            f"ANTI JOIN state.sent USING (account_id, record_id, content_hash)"
-        ).fetchone()  # type: ignore[misc]
+        rows, parts = (rows, [(0, 1)]) if variant == "fingerprint" else _parts(connection, rows)
+        changed = 0
+        for part in parts:
+            # sum(length(payload)): every changed document is written out in full.
+            (found, _) = connection.execute(
+                f"SELECT count(*), sum(length(payload)) FROM ({_documents_sql(rows, part)}) AS d "
+                f"ANTI JOIN state.sent USING (account_id, record_id, content_hash)"
+            ).fetchone()  # type: ignore[misc]
+            changed += int(found)
     return {
         "seconds": time.perf_counter() - started,
-        "changed": int(changed),
+        "changed": changed,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 

@@ -28,6 +28,12 @@ def memory_limit() -> str:
     return RunSection.read().memory_limit
 
 
+def slice_rows() -> int:
+    """Rows of an entity the mapping engine maps at once, as the environment sets them
+    (``PMS_SYNC_SLICE_ROWS``): what a run's settings pass down when nobody gave them."""
+    return RunSection.read().slice_rows
+
+
 def open_duckdb(
     database: str, *, read_only: bool = False, **settings: str
 ) -> duckdb.DuckDBPyConnection:

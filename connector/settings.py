@@ -83,6 +83,9 @@ class SyncSettings:
     # read when the last one is this many seconds old (0: always), or ``full_read``.
     full_read_interval_s: float = parse_interval(DEFAULT_FULL_READ_INTERVAL)
     full_read: bool = False
+    # Rows of an entity the mapping maps at once (``PMS_SYNC_SLICE_ROWS``); None: as the
+    # environment sets them when the mapping runs.
+    slice_rows: int | None = None
 
 
 def load_settings(
@@ -202,6 +205,7 @@ def sync_settings(
         refresh=refresh_policy(client, run),
         full_read_interval_s=parse_interval(run.full_read_interval),
         full_read=run.full_read,
+        slice_rows=run.slice_rows,
     )
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -22,10 +23,10 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from connector.config import RunSection
 from connector.contract import Entity
 from connector.cursors import CursorValue, ReadMode, SourceRead
 from connector.duckdb_memory import memory_named, open_duckdb, out_of_memory
+from connector.duckdb_memory import slice_rows as run_slice_rows
 from connector.errors import ExportIncompleteError, MappingError
 from connector.mapping import sql_functions
 from connector.mapping.checks import placeholders
@@ -284,6 +285,7 @@ def map_records(
     validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
     accounts: Collection[str] | None = None,
+    slice_rows: int | None = None,
 ) -> dict[Entity, MappedRecords]:
     """Map the inputs of ``mapping`` to validated records and quarantine, per entity.
 
@@ -299,6 +301,8 @@ def map_records(
     ``accounts`` (as the export names them) maps only the rows of these accounts' records
     where the entity allows it (``account_filter`` of each batch says whether it did); the
     caller still keeps only their records (``MappedRecords.of_accounts``).
+    ``slice_rows``: rows of an entity mapped at once, from the run's settings (None: the
+    run's setting as the environment gives it, ``connector.duckdb_memory.slice_rows``).
     """
     prepared = prepare(mapping, entities)
     return run_prepared(
@@ -308,6 +312,7 @@ def map_records(
         validated=validated,
         fingerprints=fingerprints,
         accounts=accounts,
+        slice_rows=slice_rows,
     )
 
 
@@ -319,13 +324,15 @@ def run_prepared(
     validated: ValidatedPayloads | None = None,
     fingerprints: FingerprintReader | None = None,
     accounts: Collection[str] | None = None,
+    slice_rows: int | None = None,
 ) -> dict[Entity, MappedRecords]:
     since = dict(since or {})
     unknown = set(since) - set(prepared.sources)
     if unknown:
         raise MappingError(f"since names inputs the mapping does not use: {sorted(unknown)}")
     scope = frozenset(str(account) for account in accounts) if accounts is not None else None
-    batches = _mapped(prepared, window, since, validated, fingerprints, scope)
+    per_slice = slice_rows if slice_rows is not None else run_slice_rows()
+    batches = _mapped(prepared, window, since, validated, fingerprints, scope, per_slice)
     reservations = batches.get(Entity.RESERVATION)
     if reservations is not None:
         reservations.status_fix = status_fix(
@@ -341,15 +348,15 @@ def _mapped(
     validated: ValidatedPayloads | None,
     fingerprints: FingerprintReader | None,
     accounts: frozenset[str] | None,
+    slice_rows: int,
 ) -> dict[Entity, MappedRecords]:
+    mapped = partial(_run, prepared, window, since, validated, fingerprints, accounts, slice_rows)
     if fingerprints is not None:
         try:
-            return _run(
-                prepared, window, since, validated, fingerprints, accounts, read_in_place=True
-            )
+            return mapped(read_in_place=True)
         except _InPlaceReadFailed:
             pass  # loaded instead, an input's problem is found and named as on every run
-    return _run(prepared, window, since, validated, fingerprints, accounts, read_in_place=False)
+    return mapped(read_in_place=False)
 
 
 class _InPlaceReadFailed(Exception):
@@ -422,6 +429,7 @@ def _run(
     validated: ValidatedPayloads | None,
     fingerprints: FingerprintReader | None,
     accounts: frozenset[str] | None,
+    slice_rows: int,
     *,
     read_in_place: bool,
 ) -> dict[Entity, MappedRecords]:
@@ -535,7 +543,7 @@ def _run(
             try:
                 if split is None or not split.nothing_to_map:
                     rows = _rows_to_map(connection, query, split, pushed)
-                    for sliced in sliced_queries(connection, sql, query, rows):
+                    for sliced in sliced_queries(connection, sql, query, rows, slice_rows):
                         _validate_batches(connection, sliced, parameters, validator)
                 if query.unitless_sql:
                     validator.add_unitless(connection.sql(query.unitless_sql).to_arrow_table())
@@ -556,21 +564,20 @@ MAX_SLICES = 256
 """Slices of one entity at most, however small ``slice_rows`` is set (a test's tiny slices)."""
 
 
-def slice_count(rows: int, slice_rows: int | None = None) -> int:
-    """How many slices an entity of ``rows`` rows is mapped in (``PMS_SYNC_SLICE_ROWS``)."""
-    per_slice = slice_rows if slice_rows is not None else RunSection.read().slice_rows
-    return max(1, min(MAX_SLICES, -(-rows // per_slice)))
+def slice_count(rows: int, slice_rows: int) -> int:
+    """How many slices an entity of ``rows`` rows is mapped in, ``slice_rows`` at a time."""
+    return max(1, min(MAX_SLICES, -(-rows // slice_rows)))
 
 
 def sliced_queries(
-    connection: duckdb.DuckDBPyConnection, sql: str, query: EntityQuery, rows: int
+    connection: duckdb.DuckDBPyConnection, sql: str, query: EntityQuery, rows: int, slice_rows: int
 ) -> list[str]:
     """The entity query ``sql`` once per slice of its records, so DuckDB groups a record's
     rows and holds its documents for one slice at a time (the list aggregates it groups with
     cannot spill). A slice is a hash partition of the record key, read once from the key
     columns alone: each record is whole in exactly one slice. An entity whose documents read
     other rows than their own is mapped whole."""
-    slices = slice_count(rows)
+    slices = slice_count(rows, slice_rows)
     if slices == 1 or not account_filter_allowed(query):
         return [sql]
     connection.execute(

@@ -17,11 +17,14 @@ from connector.accounts import (
     withhold_unreactivated,
 )
 from connector.client import RunStop, ServiceClient
+from connector.duckdb_memory import memory_named
 from connector.pipeline._request import SyncRequest
 from connector.plan import Plan
 from connector.push import ProgressCallback, PushResult, push_plan
 from connector.safety.guard import withhold
 from connector.snapshot import SnapshotStore
+
+PUSH_STEP = "sending the plan and recording the answers in the snapshot (the push)"
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,16 @@ def execute_plan(
     senders = set() if request.dry_run else set(pushed.changes["account_id"].astype(str))
     tokens = discovery.token_source(request.settings.tokens, senders)
     client = ServiceClient(request.settings.client, tokens)
-    result = push_plan(
-        pushed,
-        client,
-        snapshot,
-        dry_run=request.dry_run,
-        options=request.settings.push,
-        on_progress=on_progress,
-        stop=stop,
-    )
+    with memory_named(PUSH_STEP):
+        result = push_plan(
+            pushed,
+            client,
+            snapshot,
+            dry_run=request.dry_run,
+            options=request.settings.push,
+            on_progress=on_progress,
+            stop=stop,
+        )
     discovery.after_push(tokens, client.retried_after_renewal)
     discovery.save(snapshot)
     discovery.report.properties = properties

@@ -21,6 +21,7 @@ import pandas as pd
 from connector.accounts import AccountDiscovery, AccountsReport
 from connector.client import RunStop, Window, effective_windows, ensure_reachable
 from connector.contract import Entity
+from connector.duckdb_memory import memory_named
 from connector.errors import ConfigError
 from connector.pipeline._execute import execute_plan
 from connector.pipeline._incremental import (
@@ -255,6 +256,7 @@ def load_batches(
     accounts: Collection[str] | None = None,
     mapping: Any = None,
     reads: ReadOptions | None = None,
+    slice_rows: int | None = None,
 ) -> tuple[dict[Entity, MappedRecords], ReconcilePolicy]:
     """Run the mapping engine; return its records and the mapping's reconciliation policy.
 
@@ -270,6 +272,8 @@ def load_batches(
     so a caller that needs it too checks the file once. ``reads``: with ``snapshot_path``, SQL
     inputs with a cursor are read since the cursor the snapshot keeps where these options
     allow (``connector.pipeline._incremental``); the entities read so are no full export.
+    ``slice_rows``: the run's setting (``SyncSettings.slice_rows``), rows of an entity mapped
+    at once.
     """
     from connector.mapping import load_mapping, map_records  # the mapping engine's interface
     from connector.safety.stability import check_mapping_exports
@@ -305,6 +309,7 @@ def load_batches(
             validated=validated,
             fingerprints=stored if snapshot_path is not None else None,
             accounts=accounts,
+            slice_rows=slice_rows,
         )
     batches = {entity: choice.annotated(batch) for entity, batch in batches.items()}
     policy = replace(
@@ -353,6 +358,7 @@ def _load(
             full_read=request.settings.full_read or request.force.active,
             interval_s=request.settings.full_read_interval_s,
         ),
+        slice_rows=request.settings.slice_rows,
     )
 
 
@@ -526,6 +532,9 @@ def sync_request(
     return report
 
 
+KEEPING_STEP = "keeping the export's owners and source fingerprints in the snapshot"
+
+
 def _after_push(
     snapshot: SnapshotStore,
     batches: Mapping[Entity, MappedRecords],
@@ -534,8 +543,9 @@ def _after_push(
     passes: Mapping[Entity, Any] | None,
 ) -> None:
     """What the snapshot keeps of the export once the push is over."""
-    _adopt_exported(snapshot, batches, plan.connection)
-    keep_fingerprints(snapshot, batches, plan.connection)
+    with memory_named(KEEPING_STEP):
+        _adopt_exported(snapshot, batches, plan.connection)
+        keep_fingerprints(snapshot, batches, plan.connection)
     if passes:
         finish_passes(snapshot, passes, plan, result, _now())
 

@@ -20,6 +20,7 @@ import pandas as pd
 from connector.canonical import canonical_json, content_hash
 from connector.contract import CANCELLED, AccommodationStatus, Entity, SyncEvent
 from connector.cursors import SourceRead
+from connector.documents import documents_containing
 from connector.plan._drift import OPTIONAL_REASONS
 from connector.plan._effects import Approval, HeldWork, PropertyEffect, WaitingForUnit
 from connector.plan._resend import ResendOptions, ResendSummary, resend_changes, resend_counts
@@ -91,7 +92,9 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "action",
     "reason",
     "event",
-    "payload",  # canonical JSON of the resource to send
+    # canonical JSON of the resource to send: connector.documents' column over the mapping's
+    # documents, read a batch at a time (``DocumentArray.arrow``), or text
+    "payload",
     "content_hash",  # what the snapshot records once acknowledged
     "status_after",  # RecordStatus recorded once acknowledged
     "checkin",
@@ -784,7 +787,7 @@ def delivery_order(
     soon = checkin < start + pd.Timedelta(days=policy.horizon_days + 1)
     cancelling = frame["action"] == Action.CANCEL
     if "payload" in frame:
-        cancelling |= frame["payload"].astype(str).str.contains(f'"status":"{CANCELLED}"')
+        cancelling |= documents_containing(frame["payload"], f'"status":"{CANCELLED}"')
     urgent = not_ended & (soon | (cancelling & policy.cancellations_urgent))
     frame["urgency"] = "past"
     frame.loc[not_ended, "urgency"] = "future"

@@ -43,7 +43,7 @@ from connector.errors import AuthenticationError
 from connector.plan import OPTIONAL_REASONS, RESEND_REASONS, Budget, BudgetGate, Plan, drift_of
 from connector.push._frozen_heap import older_objects_frozen
 from connector.push._holdback import HeldRecord, UnitTrouble, held_record
-from connector.push._recorder import _Recorder, recorded_columns
+from connector.push._recorder import RecordedColumns, _Recorder, recorded_columns
 from connector.snapshot import (
     DriftEvent,
     RecordStatus,
@@ -386,7 +386,7 @@ def _phase_rows(frame: pd.DataFrame) -> list[tuple[Entity, np.ndarray]]:
 
 def _changes_at(
     frame: pd.DataFrame,
-    recorded: pa.Table,
+    recorded: RecordedColumns,
     rows: np.ndarray,
     before_slice: Callable[[list[_Change]], None],
 ) -> Iterator[_Change]:
@@ -400,11 +400,11 @@ def _changes_at(
         yield from changes
 
 
-def _changes_of(frame: pd.DataFrame, recorded: pa.Table, rows: np.ndarray) -> list[_Change]:
+def _changes_of(frame: pd.DataFrame, recorded: RecordedColumns, rows: np.ndarray) -> list[_Change]:
     """The rows as changes, each column's dates and enums converted at once for all of them."""
     # Whole columns to lists, then zipped: iterating rows of Arrow-backed columns one value
     # at a time costs more than the conversion.
-    days = recorded.select(["checkin", "checkout"]).take(pa.array(rows, pa.int64()))
+    days = recorded.table.select(["checkin", "checkout"]).take(pa.array(rows, pa.int64()))
     columns = {name: days.column(name).to_pylist() for name in days.column_names}
     columns["row"] = rows.tolist()
     members = [

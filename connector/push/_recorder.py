@@ -5,12 +5,15 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from connector.documents import DocumentArray
 from connector.plan import RESEND_REASONS
 from connector.snapshot import (
     ACKNOWLEDGEMENT_SCHEMA,
@@ -34,14 +37,39 @@ _FROM_PLAN = {
 """The plan's columns an acknowledgement records, and their names in the snapshot."""
 
 
-def recorded_columns(changes: pd.DataFrame) -> pa.Table:
-    """Every plan row's columns an acknowledgement records, as Arrow: the documents are the
-    plan's own buffers (pandas' string columns are Arrow, no copy), the days converted once."""
-    strings = pa.Table.from_pandas(changes.loc[:, list(_FROM_PLAN)], preserve_index=False)
-    columns = {snapshot: strings.column(plan) for plan, snapshot in _FROM_PLAN.items()}
+@dataclass(frozen=True)
+class RecordedColumns:
+    """Every plan row's columns an acknowledgement records, as Arrow, taken a batch at a time.
+
+    The keys, hashes and days are converted once for the whole plan; the documents are read
+    only for the rows taken (:meth:`take`): a first run's plan holds every document of the
+    export, in an order of its own (connector.documents), and they are copied a batch at a
+    time as they are recorded, not once more for the whole plan.
+    """
+
+    table: pa.Table  # ACKNOWLEDGEMENT_SCHEMA's plan columns, without the payload
+    payloads: DocumentArray
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> pa.Table:
+        """The recorded columns of the plan rows at ``rows``, documents included."""
+        positions = np.asarray(rows, dtype=np.int64)
+        taken = self.table.take(pa.array(positions, pa.int64()))
+        at = taken.schema.get_field_index("content_hash") + 1
+        return taken.add_column(
+            at, ACKNOWLEDGEMENT_SCHEMA.field("payload"), self.payloads.arrow(positions)
+        )
+
+
+def recorded_columns(changes: pd.DataFrame) -> RecordedColumns:
+    """The plan's columns an acknowledgement records (:class:`RecordedColumns`): the keys as
+    Arrow text, the days converted once, the documents left where the plan holds them."""
+    keys = [plan for plan in _FROM_PLAN if plan != "payload"]
+    strings = pa.Table.from_pandas(changes.loc[:, keys], preserve_index=False)
+    columns = {_FROM_PLAN[plan]: strings.column(plan) for plan in keys}
     columns |= {name: plan_days(changes[name]) for name in ("checkin", "checkout")}
     fields = [field for field in ACKNOWLEDGEMENT_SCHEMA if field.name in columns]
-    return pa.table([columns[field.name] for field in fields], schema=pa.schema(fields))
+    table = pa.table([columns[field.name] for field in fields], schema=pa.schema(fields))
+    return RecordedColumns(table, DocumentArray.of_text(changes["payload"]))
 
 
 def plan_days(column: pd.Series) -> pa.Array:
@@ -54,7 +82,7 @@ def plan_days(column: pd.Series) -> pa.Array:
 
 
 def acknowledged_rows(
-    recorded: pa.Table,
+    recorded: RecordedColumns,
     rows: Sequence[int],
     at: Sequence[datetime],
     request_ids: Sequence[str | None],
@@ -65,7 +93,7 @@ def acknowledged_rows(
     Taken from the plan's columns, not read from an object per record: this runs on the
     writer thread, and Python work there holds the GIL the event loop needs for every answer.
     """
-    taken = recorded.take(pa.array(rows, pa.int64()))
+    taken = recorded.take(rows)
     return (
         taken.append_column(
             ACKNOWLEDGEMENT_SCHEMA.field("acknowledged_at"), pa.array(at, pa.timestamp("us"))
@@ -96,7 +124,7 @@ class _Recorder:
         self,
         snapshot: SnapshotStore,
         options: PushOptions,
-        recorded: pa.Table,
+        recorded: RecordedColumns,
         connection: str | None = None,
     ) -> None:
         self.snapshot = snapshot

@@ -24,7 +24,8 @@ import pandas as pd
 import pyarrow as pa
 
 from connector.contract import CANCELLED, CONTRACT_FINGERPRINT, AccommodationStatus, Entity
-from connector.duckdb_memory import open_duckdb
+from connector.documents import DocumentArray
+from connector.duckdb_memory import open_duckdb, out_of_memory
 from connector.errors import SnapshotError, SnapshotLockedError
 from connector.private_files import PRIVATE_FILE_MODE, private_dir
 from connector.records import RECORD_COLUMNS, counts_by_text, empty_records
@@ -438,7 +439,10 @@ class DuckDBSnapshot(SnapshotOperations):
         try:
             return session.execute(text, values).fetchall()
         finally:
-            session.unregister("batch")
+            # A failed statement aborts the transaction, and unregistering in it fails too:
+            # the statement's error is the one to report.
+            with contextlib.suppress(duckdb.TransactionException):
+                session.unregister("batch")
 
     def _json_text(self, document: str, member: str) -> str:
         return f"json_extract_string({document}, '$.{member}')"
@@ -460,6 +464,9 @@ class DuckDBSnapshot(SnapshotOperations):
             # DuckDB (re)creates its write-ahead log with the umask's mode at the first write
             # after a checkpoint; it holds the same door codes as the file.
             _keep_private(Path(self.location))
+        except duckdb.OutOfMemoryException:
+            _rollback(cursor)
+            raise out_of_memory(f"writing the snapshot {self.location}") from None
         except duckdb.Error as error:
             _rollback(cursor)
             raise SnapshotError(f"cannot write the snapshot {self.location}: {error}") from error
@@ -502,9 +509,10 @@ def _with_payloads(changes: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
     """The changes with their documents, in the export's order (``source_row``), then the
     retired records by key with the last payload _RETIRED_SQL gave them.
 
-    The documents are the incoming frame's own when every record is sent (a first run: no
-    copy), else those of the records sent, filtered chunk by chunk (pyarrow's ``take`` over
-    a column of many chunks concatenates them first, a copy of every document).
+    The documents stay the incoming frame's own: the column holds their positions
+    (connector.documents), so a first run's plan does not copy the export's documents. When
+    most records are unchanged, the few documents sent are copied instead, so that the plan
+    does not keep the whole export's alive after the records are gone.
     """
     if "source_row" not in changes:  # only retired records
         changes = changes.assign(source_row=pd.Series(pd.NA, index=changes.index, dtype="Int64"))
@@ -513,17 +521,17 @@ def _with_payloads(changes: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
     retired = changes.loc[~sending].sort_values(["account_id", "record_id"])
     documents = _arrow_text(incoming["payload"])
     rows = sent["source_row"].to_numpy(dtype=np.int64)
-    if len(rows) < len(documents) or not np.array_equal(rows, np.arange(len(rows))):
-        chosen = np.zeros(len(documents), dtype=bool)
-        chosen[rows] = True
-        documents = documents.filter(pa.array(chosen))
-    chunks = documents.chunks
+    chunks = list(documents.chunks)
+    if 2 * len(rows) < len(documents):
+        chunks = [DocumentArray.over(chunks, rows).arrow()]
+        rows = np.arange(len(rows), dtype=np.int64)
+    kept = sum(len(chunk) for chunk in chunks)
     if len(retired):
         chunks += _arrow_text(retired["payload"]).chunks
+    positions = np.concatenate([rows, kept + np.arange(len(retired), dtype=np.int64)])
     rows_in_order = pd.concat([sent, retired], ignore_index=True)
-    payloads = pa.chunked_array(chunks, type=pa.large_string())
-    text = pd.array(payloads, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
-    return rows_in_order.assign(payload=text).loc[:, list(_DIFF_COLUMNS)]
+    payloads = DocumentArray.over(chunks, positions)
+    return rows_in_order.assign(payload=payloads).loc[:, list(_DIFF_COLUMNS)]
 
 
 def _arrow_text(column: pd.Series) -> pa.ChunkedArray:

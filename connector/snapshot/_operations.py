@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, fields
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -24,7 +25,7 @@ from connector.snapshot._events import EventTables
 from connector.snapshot._fingerprints import STORED_SQL, connection_key
 from connector.snapshot._links import LinkTables
 from connector.snapshot._model import PossiblyStored, RecordStatus, Refusal, RunRecord
-from connector.snapshot._primitives import Rows, in_list, latest_per_key
+from connector.snapshot._primitives import Params, Rows, in_list, latest_per_key
 from connector.snapshot._resend import DriftTables
 
 KEY = ("account_id", "entity", "record_id")
@@ -424,32 +425,51 @@ class SnapshotOperations(AccountTables, LinkTables, EventTables, DriftTables, Cu
             rows = mapped.loc[
                 :, ["source_account", "account_id", "record_id", "fingerprint", "content_hash"]
             ]
-            self._execute(
-                session,
-                "DELETE FROM source_fingerprints AS f USING {rows} "
-                "WHERE f.connection = :connection AND f.entity = :entity "
-                "AND f.source_account = batch.source_account AND f.record_id = batch.record_id",
-                params,
-                rows,
-            )
-            return self._execute(
-                session,
-                """
-                INSERT INTO source_fingerprints
-                SELECT DISTINCT ON (batch.source_account, batch.record_id)
-                       :connection, :entity, batch.source_account, batch.record_id,
-                       batch.account_id, CAST(batch.fingerprint AS BIGINT),
-                       :mapping_fingerprint, batch.content_hash
-                FROM {rows}
-                JOIN acknowledged AS a
-                  ON a.account_id = batch.account_id AND a.entity = :entity
-                 AND a.record_id = batch.record_id AND a.content_hash = batch.content_hash
-                 AND a.status = 'active'
-                 AND a.connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR)
-                """,
-                params,
-                rows,
-            )
+            return sum(self._keep_fingerprints(session, params, part) for part in _key_parts(rows))
+
+    def _keep_fingerprints(self, session: Any, params: Params, rows: pd.DataFrame) -> int:
+        self._execute(
+            session,
+            "DELETE FROM source_fingerprints AS f USING {rows} "
+            "WHERE f.connection = :connection AND f.entity = :entity "
+            "AND f.source_account = batch.source_account AND f.record_id = batch.record_id",
+            params,
+            rows,
+        )
+        return self._execute(
+            session,
+            """
+            INSERT INTO source_fingerprints
+            SELECT DISTINCT ON (batch.source_account, batch.record_id)
+                   :connection, :entity, batch.source_account, batch.record_id,
+                   batch.account_id, CAST(batch.fingerprint AS BIGINT),
+                   :mapping_fingerprint, batch.content_hash
+            FROM {rows}
+            JOIN acknowledged AS a
+              ON a.account_id = batch.account_id AND a.entity = :entity
+             AND a.record_id = batch.record_id AND a.content_hash = batch.content_hash
+             AND a.status = 'active'
+             AND a.connection IS NOT DISTINCT FROM CAST(:owner AS VARCHAR)
+            """,
+            params,
+            rows,
+        )
+
+
+FINGERPRINTS_AT_ONCE = 1_000_000
+"""Fingerprints kept per statement: the de-duplicating join of a whole large export at once
+runs out of DuckDB's memory limit."""
+
+
+def _key_parts(rows: pd.DataFrame) -> list[pd.DataFrame]:
+    """``rows`` in parts of about :data:`FINGERPRINTS_AT_ONCE`, by a hash of the record key:
+    the rows of one key are in one part, so each part is de-duplicated whole."""
+    parts = -(-len(rows) // FINGERPRINTS_AT_ONCE)
+    if parts <= 1:
+        return [rows]
+    keys = rows.loc[:, ["source_account", "record_id"]].astype(str)
+    part = pd.util.hash_pandas_object(keys, index=False).to_numpy() % parts
+    return [rows.loc[part == index] for index in range(parts)]
 
 
 def _latest_acknowledgements(acknowledgements: pa.Table) -> pa.Table:

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from connector.contract import CONTRACT_FINGERPRINT, Entity
+from connector.documents import DocumentArray
 from connector.duckdb_memory import open_duckdb
 from connector.errors import SnapshotError
 from connector.snapshot._cursors import StoredCursor
@@ -478,9 +479,9 @@ def _with_payloads(result: DiffResult, payloads: dict[tuple[str, str], str]) -> 
         return result
     changes = result.changes.copy()
     keys = zip(changes["account_id"].astype(str), changes["record_id"].astype(str), strict=True)
-    changes["payload"] = [
-        payloads.get(key, payload) for key, payload in zip(keys, changes["payload"], strict=True)
-    ]
+    changes["payload"] = DocumentArray.of_text(
+        [payloads.get(key, payload) for key, payload in zip(keys, changes["payload"], strict=True)]
+    )
     return DiffResult(
         changes=changes, counts=result.counts, counts_by_checkin=result.counts_by_checkin
     )

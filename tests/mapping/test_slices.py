@@ -56,3 +56,20 @@ def test_slices_are_counted_from_the_rows_to_map() -> None:
     assert slice_count(2_000_001, 2_000_000) == 2
     assert slice_count(12_000_000, 2_000_000) == 6
     assert slice_count(10**9, 1) == MAX_SLICES
+
+
+def test_a_runs_settings_choose_its_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mapping = _hotel_with_problems(tmp_path)
+    whole = _mapped(mapping)
+    monkeypatch.setenv("PMS_SYNC_SLICE_ROWS", "100000000")  # one slice, were it read
+    counted: list[int] = []
+    monkeypatch.setattr(
+        "connector.mapping.engine.slice_count",
+        lambda rows, slice_rows: counted.append(slice_rows) or slice_count(rows, slice_rows),
+    )
+
+    sliced = map_records(load_mapping(mapping), slice_rows=4)
+
+    assert counted and set(counted) == {4}
+    for entity in (Entity.ACCOMMODATION, Entity.RESERVATION):
+        assert _records(sliced[entity]) == _records(whole[entity])

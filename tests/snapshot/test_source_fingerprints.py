@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pandas as pd
+import pytest
 
 from connector.contract import Entity
 from connector.snapshot import Acknowledgement, RecordStatus, SnapshotStore, acknowledgement_table
@@ -94,3 +95,23 @@ def test_a_new_mapping_fingerprint_forgets_every_older_one(snapshot: SnapshotSto
     )
     assert _stored(snapshot, "mapping-2") == {"R1": 1}
     assert _stored(snapshot) == {}
+
+
+def test_a_large_export_keeps_its_fingerprints_in_parts_as_one_statement_would(
+    snapshot: SnapshotStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("connector.snapshot._operations.FINGERPRINTS_AT_ONCE", 2)
+    held = [f"R{index}" for index in range(9)]
+    snapshot.record_acknowledgements(acknowledgement_table([_ack(r, f"h-{r}") for r in held]))
+    snapshot.record_fingerprints(CONNECTION, Entity.RESERVATION, MAPPING, _mapped(("R0", 1, "x")))
+
+    # R0 mapped twice (its first row wins, as DISTINCT ON keeps one), R9 never acknowledged.
+    rows = [(r, index, f"h-{r}") for index, r in enumerate(held)]
+    kept = snapshot.record_fingerprints(
+        CONNECTION, Entity.RESERVATION, MAPPING, _mapped(*rows, ("R0", 100, "h-R0"), ("R9", 9, "h"))
+    )
+
+    assert kept == 9
+    stored = _stored(snapshot)
+    assert set(stored) == set(held)
+    assert {r: stored[r] for r in held[1:]} == {r: index for index, r in enumerate(held) if index}
