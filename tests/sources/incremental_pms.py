@@ -10,6 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from tests.mapping.mapping_helpers import ACCOMMODATION_REQUIRED
+
 START = datetime(2026, 1, 1, 8)
 STAMP = "TIMESTAMP"  # MariaDB: DATETIME (TIMESTAMP has update semantics there)
 
@@ -70,17 +72,7 @@ def write_mapping(folder: Path, url: str, name: str = "incremental", **extra: An
         "entities": {
             "accommodation": {
                 "input": "units",
-                "fields": {
-                    "id": "id",
-                    "name": "name",
-                    "street": {"constant": "Main Street"},
-                    "streetNumber": {"constant": "1"},
-                    "country": {"constant": "DE"},
-                    "city": {"constant": "Berlin"},
-                    "wifiName": {"constant": "net"},
-                    "wifiCode": {"constant": "secret"},
-                    "doorCode": {"constant": "1234"},
-                },
+                "fields": {**ACCOMMODATION_REQUIRED, "id": "id", "name": "name"},
             },
             "reservation": {
                 "input": "bookings",
