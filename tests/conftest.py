@@ -83,6 +83,7 @@ LONG_MODULES: tuple[str, ...] = (
     "tests/reliability/test_secret_leaks.py",
     "tests/push/test_ghost_records.py",
     "tests/mapping/test_fingerprint_properties.py",
+    "tests/sources/test_incremental_sync.py",
     "tests/reliability/test_kill_campaign.py",
     "tests/mapping/test_read_in_place.py",
     "tests/mapping/test_fast_path.py",
