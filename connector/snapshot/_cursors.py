@@ -44,7 +44,7 @@ class CursorTables(StorePrimitives):
         for row in found.itertuples(index=False):
             value = (
                 CursorValue(str(row.cursor_value), CursorKind(str(row.cursor_kind)))
-                if _present(row.cursor_value)
+                if pd.notna(row.cursor_value)
                 else None
             )
             cursors[(str(row.input_name), str(row.scope))] = StoredCursor(
@@ -82,10 +82,6 @@ class CursorTables(StorePrimitives):
                         "at": cursor.committed_at,
                     },
                 )
-
-
-def _present(value: object) -> bool:
-    return value is not None and not (isinstance(value, float) and value != value)
 
 
 def _moment(value: object) -> datetime | None:
